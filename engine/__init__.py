@@ -1,0 +1,1 @@
+"""The canonical pps engine: settings, the SQLite store, and the services every face calls."""

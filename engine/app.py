@@ -1,0 +1,134 @@
+"""The FastAPI application: lifespan, authentication, and one error shape for every face.
+
+Routes live in `engine.routes.*` and stay thin: parse, call one engine service, shape
+the answer. Every 4xx body is `{"error", "message", "problems": [{"field", "problem"}]}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from engine.config import Settings
+from engine.db import Database
+from engine.errors import Conflict, FieldProblem, InputError, NotFound
+from engine.routes import events, health
+from engine.routes.deps import Unauthorized
+
+
+def create_app(settings: Settings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.db = Database.open(settings)
+        try:
+            yield
+        finally:
+            app.state.db.close()
+
+    app = FastAPI(
+        title="pps — Pattern Persistence Service",
+        version="0.1.0",
+        summary="One memory for every channel of an AI entity.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+    _add_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(events.router)
+    return app
+
+
+def problem_response(status: int, error: str, problems: list[FieldProblem], **headers: str):
+    return JSONResponse(
+        status_code=status,
+        content={
+            "error": error,
+            "message": "; ".join(str(p) for p in problems),
+            "problems": [{"field": p.field, "problem": p.problem} for p in problems],
+        },
+        headers=headers or None,
+    )
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(InputError)
+    async def input_error(request: Request, exc: InputError):
+        return problem_response(422, "invalid_input", exc.problems)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        problems = [_problem(err) for err in exc.errors()]
+        invalid_json = any(err["type"] == "json_invalid" for err in exc.errors())
+        return problem_response(400 if invalid_json else 422, "invalid_input", problems)
+
+    @app.exception_handler(Unauthorized)
+    async def unauthorized(request: Request, exc: Unauthorized):
+        problems = [FieldProblem("Authorization", exc.problem)]
+        return problem_response(401, "unauthorized", problems, **{"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound):
+        return problem_response(404, "not_found", [FieldProblem("path", str(exc))])
+
+    @app.exception_handler(Conflict)
+    async def conflict(request: Request, exc: Conflict):
+        return problem_response(409, "conflict", [FieldProblem("body", str(exc))])
+
+
+def _problem(err: dict) -> FieldProblem:
+    """A pydantic/FastAPI error as (field, problem): `body.events.0.x` -> `events[0].x`."""
+    if err["type"] == "json_invalid":
+        reason = (err.get("ctx") or {}).get("error", "malformed")
+        return FieldProblem("body", f"invalid JSON: {reason}")
+    loc = [part for part in err["loc"] if part not in ("body", "query", "header", "path")]
+    field = ""
+    for part in loc:
+        field += f"[{part}]" if isinstance(part, int) else f".{part}" if field else str(part)
+    if err["type"] == "extra_forbidden":
+        return FieldProblem(field, "unknown field")
+    if err["type"] == "missing":
+        return FieldProblem(field, "required")
+    return FieldProblem(field or "body", err["msg"].removeprefix("Value error, "))
+
+
+class BodyLimit:
+    """Refuse request bodies over `max_bytes` with a 413 before any route reads them."""
+
+    def __init__(self, app, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await self._refuse(scope, receive, send)
+        received = 0
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _TooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope, receive, send):
+        problem = FieldProblem("body", f"request body over {self.max_bytes} bytes")
+        response = problem_response(413, "too_large", [problem])
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass

@@ -1,0 +1,125 @@
+"""The `pps` command. Each command parses its options, builds Settings, and calls
+one engine service. `--data-dir` and `--port` (or PPS_DATA_DIR / PPS_PORT) apply to
+every command that uses them."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engine import entities
+from engine.config import Settings
+from engine.db import Database, ensure_private_file
+from engine.errors import Conflict, InputError, NotFound
+
+app = typer.Typer(
+    help="pps — Pattern Persistence Service: one memory for every channel of an AI entity.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+entity_app = typer.Typer(help="Create entities and manage their tokens.", no_args_is_help=True)
+app.add_typer(entity_app, name="entity")
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Where data lives [env: PPS_DATA_DIR, default: ./data]."),
+]
+Port = Annotated[
+    int | None, typer.Option("--port", help="Server port [env: PPS_PORT, default: 8000].")
+]
+TokenFile = Annotated[
+    Path | None, typer.Option("--token-file", help="Also write the token to this file (0600).")
+]
+
+
+def settings_for(**overrides) -> Settings:
+    """Settings from the environment and .env, with the given command-line values on top."""
+    os.umask(0o077)
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def fail(message: str) -> None:
+    typer.echo(f"pps: {message}", err=True)
+    raise typer.Exit(1)
+
+
+@app.command()
+def serve(
+    data_dir: DataDir = None,
+    port: Port = None,
+    host: Annotated[
+        str | None,
+        typer.Option(help="Address to bind [env: PPS_HOST, default: 127.0.0.1]."),
+    ] = None,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote", help="Allow a non-loopback --host (put TLS and a proxy in front)."
+        ),
+    ] = False,
+) -> None:
+    """Run the HTTP service (REST under /v1, OpenAPI at /docs)."""
+    import uvicorn
+
+    from engine.app import create_app
+
+    settings = settings_for(
+        data_dir=data_dir, port=port, host=host, allow_remote=allow_remote or None
+    )
+    if not settings.binds_loopback and not settings.allow_remote:
+        fail(
+            f"refusing to listen on {settings.host}: it is not a loopback address. "
+            "pps has no TLS of its own; put a TLS proxy in front and pass --allow-remote."
+        )
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+
+
+@entity_app.command("create")
+def entity_create(name: str, data_dir: DataDir = None, token_file: TokenFile = None) -> None:
+    """Create an entity; print its token (the only line on stdout). Keep it secret."""
+    _issue_token(entities.create, name, data_dir, token_file)
+
+
+@entity_app.command("rotate")
+def entity_rotate(name: str, data_dir: DataDir = None, token_file: TokenFile = None) -> None:
+    """Give an entity a new token; the old one stops working at once."""
+    _issue_token(entities.rotate, name, data_dir, token_file)
+
+
+@entity_app.command("list")
+def entity_list(data_dir: DataDir = None) -> None:
+    """List entities (names and dates; tokens are never shown again)."""
+    db = Database.open(settings_for(data_dir=data_dir))
+    for entity in entities.list_all(db):
+        rotated = f"  rotated {entity.rotated_at}" if entity.rotated_at else ""
+        typer.echo(f"{entity.name}  created {entity.created_at}{rotated}")
+
+
+def _issue_token(service, name: str, data_dir: Path | None, token_file: Path | None) -> None:
+    db = Database.open(settings_for(data_dir=data_dir))
+    try:
+        token = service(db, name)
+    except (InputError, Conflict, NotFound) as exc:
+        fail(str(exc))
+    if token_file is not None:
+        ensure_private_file(token_file).write_text(token + "\n")
+    sys.stdout.write(token + "\n")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Settings, read from the environment and `.env` (pydantic-settings).
+
+Every setting is listed with a comment in `.env.example`. Command-line flags
+(`--data-dir`, `--port`, ...) override the environment.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="PPS_", env_file=".env", extra="ignore", populate_by_name=True
+    )
+
+    data_dir: Path = Field(Path("data"), description="Where the database and entity homes live.")
+    host: str = Field("127.0.0.1", description="Address the server binds.")
+    port: int = Field(8000, ge=1, le=65535, description="Port the server listens on.")
+    allow_remote: bool = Field(False, description="Allow binding a non-loopback address.")
+
+    max_batch: int = Field(1000, ge=1, description="Most events accepted in one request.")
+    max_content_bytes: int = Field(256 * 1024, ge=1, description="Largest event content (UTF-8).")
+    max_request_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024, description="Largest request body the server reads."
+    )
+
+    busy_timeout_ms: int = Field(10_000, ge=0, description="How long SQLite waits on a lock.")
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
+        "FULL",
+        description="FULL survives power loss; NORMAL survives a killed process only.",
+    )
+
+    @property
+    def database_path(self) -> Path:
+        return self.data_dir / "pps.sqlite3"
+
+    @property
+    def binds_loopback(self) -> bool:
+        return is_loopback(self.host)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,2 @@
+"""REST routes, one module per resource. Each route parses, calls one engine service,
+and shapes the answer."""

@@ -1,0 +1,46 @@
+"""What routes need from the app: the database, the settings, and the caller's entity."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from engine import entities
+from engine.config import Settings
+from engine.db import Database
+
+
+class Unauthorized(Exception):
+    def __init__(self, problem: str):
+        self.problem = problem
+
+
+def get_db(request: Request) -> Database:
+    return request.app.state.db
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+_bearer = HTTPBearer(auto_error=False, description="The entity's token from `pps entity create`.")
+
+
+def current_entity(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """The entity the bearer token belongs to. The token is the only way to name one."""
+    if credentials is None:
+        raise Unauthorized("missing: send 'Authorization: Bearer <token>'")
+    entity = entities.authenticate(get_db(request), credentials.credentials)
+    if entity is None:
+        raise Unauthorized("unknown or revoked token")
+    return entity
+
+
+DB = Annotated[Database, Depends(get_db)]
+CurrentEntity = Annotated[str, Depends(current_entity)]
+AppSettings = Annotated[Settings, Depends(get_settings)]
