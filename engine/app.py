@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 
 from engine.config import Settings
 from engine.db import Database
-from engine.errors import Conflict, FieldProblem, InputError, NotFound
+from engine.errors import Conflict, FieldProblem, InputError, NotFound, from_validation
 from engine.routes import events, health
 from engine.routes.deps import Unauthorized
 
@@ -62,8 +62,10 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
-        problems = [_problem(err) for err in exc.errors()]
-        invalid_json = any(err["type"] == "json_invalid" for err in exc.errors())
+        # FastAPI prefixes each location with where it was found: body, query, header.
+        errors = [{**e, "loc": e["loc"][1:]} for e in exc.errors()]
+        invalid_json = any(err["type"] == "json_invalid" for err in errors)
+        problems = from_validation(errors).problems
         return problem_response(400 if invalid_json else 422, "invalid_input", problems)
 
     @app.exception_handler(Unauthorized)
@@ -78,22 +80,6 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Conflict)
     async def conflict(request: Request, exc: Conflict):
         return problem_response(409, "conflict", [FieldProblem("body", str(exc))])
-
-
-def _problem(err: dict) -> FieldProblem:
-    """A pydantic/FastAPI error as (field, problem): `body.events.0.x` -> `events[0].x`."""
-    if err["type"] == "json_invalid":
-        reason = (err.get("ctx") or {}).get("error", "malformed")
-        return FieldProblem("body", f"invalid JSON: {reason}")
-    loc = [part for part in err["loc"] if part not in ("body", "query", "header", "path")]
-    field = ""
-    for part in loc:
-        field += f"[{part}]" if isinstance(part, int) else f".{part}" if field else str(part)
-    if err["type"] == "extra_forbidden":
-        return FieldProblem(field, "unknown field")
-    if err["type"] == "missing":
-        return FieldProblem(field, "required")
-    return FieldProblem(field or "body", err["msg"].removeprefix("Value error, "))
 
 
 class BodyLimit:

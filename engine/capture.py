@@ -26,7 +26,7 @@ from pydantic import (
 
 from engine import timestamps
 from engine.db import Database
-from engine.errors import FieldProblem, InputError
+from engine.errors import FieldProblem, InputError, from_validation
 
 CHANNEL_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
 EVENT_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
@@ -186,12 +186,10 @@ def parse_events(payload: Any, *, max_batch: int, max_content_bytes: int) -> lis
     try:
         events = _EVENT_LIST.validate_python(items)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            index, *rest = err["loc"]
-            name = ".".join(str(part) for part in rest) or "event"
-            problems.append(FieldProblem(field(index, name), _message(err)))
-        raise InputError(problems) from None
+        errors = exc.errors()
+        if single:
+            errors = [{**e, "loc": e["loc"][1:]} for e in errors]
+        raise from_validation(errors, prefix=() if single else ("events",)) from None
 
     problems = []
     for index, event in enumerate(events):
@@ -214,11 +212,6 @@ def parse_events(payload: Any, *, max_batch: int, max_content_bytes: int) -> lis
     if problems:
         raise InputError(problems)
     return events
-
-
-def _message(err: dict) -> str:
-    message = err["msg"]
-    return message.removeprefix("Value error, ")
 
 
 def record(db: Database, entity: str, events: list[EventIn]) -> list[Recorded]:

@@ -32,3 +32,35 @@ class NotFound(LookupError):
 
 class Conflict(ValueError):
     """The request clashes with what is already stored."""
+
+
+def field_path(loc: list | tuple) -> str:
+    """`("events", 0, "content")` -> `events[0].content`."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def describe(err: dict) -> str:
+    """A pydantic validation error as a problem a person can act on."""
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "missing":
+        return "required"
+    if kind == "json_invalid":
+        return f"invalid JSON: {(err.get('ctx') or {}).get('error', 'malformed')}"
+    return err["msg"].removeprefix("Value error, ")
+
+
+def from_validation(errors: list[dict], prefix: tuple = ()) -> InputError:
+    """Pydantic errors as one InputError; `prefix` is prepended to each location."""
+    problems = []
+    for err in errors:
+        loc = () if err["type"] == "json_invalid" else (*prefix, *err["loc"])
+        problems.append(FieldProblem(field_path(loc) or "body", describe(err)))
+    return InputError(problems)

@@ -29,6 +29,7 @@ class ServerProcess:
         self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen | None = None
         self.log = self.data_dir.parent / f"serve-{self.port}.log"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
 
     @property
     def url(self) -> str:

