@@ -36,6 +36,12 @@ class Settings(BaseSettings):
         description="FULL survives power loss; NORMAL survives a killed process only.",
     )
 
+    # --- queue (engine.queue): durable jobs that feed the derived layers ---
+
+    # --- search (layer 2 and the longform tier) ---
+
+    # --- graph (layer 3) ---
+
     @property
     def database_path(self) -> Path:
         return self.data_dir / "pps.sqlite3"

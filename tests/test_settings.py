@@ -10,9 +10,17 @@ from engine.config import Settings
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def env_name(name, field) -> str:
+    """The variable a setting is read from: its first alias, or PPS_<NAME>."""
+    alias = field.validation_alias
+    if alias is None:
+        return f"PPS_{name.upper()}"
+    return alias if isinstance(alias, str) else alias.choices[0]
+
+
 def test_every_setting_is_in_env_example():
     documented = set(re.findall(r"^([A-Z][A-Z0-9_]*)=", (ROOT / ".env.example").read_text(), re.M))
-    expected = {f"PPS_{name.upper()}" for name in Settings.model_fields}
+    expected = {env_name(name, field) for name, field in Settings.model_fields.items()}
     assert expected <= documented, f"missing from .env.example: {expected - documented}"
 
 
