@@ -16,17 +16,21 @@ from fastapi.responses import JSONResponse
 from engine.config import Settings
 from engine.db import Database
 from engine.errors import Conflict, FieldProblem, InputError, NotFound, from_validation
-from engine.routes import events, health
+from engine.routes import events, health, queue
 from engine.routes.deps import Unauthorized
+from engine.runtime import Runtime
 
 
 def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.db = Database.open(settings)
+        app.state.runtime = Runtime(settings, app.state.db)
+        app.state.runtime.start()
         try:
             yield
         finally:
+            app.state.runtime.stop()
             app.state.db.close()
 
     app = FastAPI(
@@ -40,6 +44,7 @@ def create_app(settings: Settings) -> FastAPI:
     _add_error_handlers(app)
     app.include_router(health.router)
     app.include_router(events.router)
+    app.include_router(queue.router)
     return app
 
 

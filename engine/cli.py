@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from engine import entities
+from engine import entities, queue
 from engine.config import Settings
 from engine.db import Database, ensure_private_file
 from engine.errors import Conflict, InputError, NotFound
@@ -23,6 +23,11 @@ app = typer.Typer(
 )
 entity_app = typer.Typer(help="Create entities and manage their tokens.", no_args_is_help=True)
 app.add_typer(entity_app, name="entity")
+queue_app = typer.Typer(
+    help="The durable job queue: counts by state, dead jobs with their errors, pauses.",
+    invoke_without_command=True,
+)
+app.add_typer(queue_app, name="queue")
 
 DataDir = Annotated[
     Path | None,
@@ -31,6 +36,7 @@ DataDir = Annotated[
 Port = Annotated[
     int | None, typer.Option("--port", help="Server port [env: PPS_PORT, default: 8000].")
 ]
+EntityOpt = Annotated[str | None, typer.Option("--entity", help="Only this entity.")]
 TokenFile = Annotated[
     Path | None, typer.Option("--token-file", help="Also write the token to this file (0600).")
 ]
@@ -104,6 +110,35 @@ def entity_list(data_dir: DataDir = None) -> None:
     for entity in entities.list_all(db):
         rotated = f"  rotated {entity.rotated_at}" if entity.rotated_at else ""
         typer.echo(f"{entity.name}  created {entity.created_at}{rotated}")
+
+
+@queue_app.callback()
+def queue_show(ctx: typer.Context, entity: EntityOpt = None, data_dir: DataDir = None) -> None:
+    """Show jobs by state, the oldest unfinished job's age, pauses and dead jobs."""
+    if ctx.invoked_subcommand is not None:
+        return
+    state = queue.status(Database.open(settings_for(data_dir=data_dir)), entity)
+    typer.echo("jobs  " + "  ".join(f"{name} {n}" for name, n in state.counts.items()))
+    age = state.oldest_pending_age_s
+    typer.echo(f"oldest unfinished job: {'none' if age is None else f'{age:.1f} s old'}")
+    for p in state.paused:
+        typer.echo(f"paused  {p.entity} {p.kind} since {p.since}: {p.reason}")
+    for job in state.dead:
+        typer.echo(
+            f"dead  #{job.id} {job.entity} {job.kind} {job.key} after {job.attempts} attempts:"
+            f" {job.last_error}"
+        )
+
+
+@queue_app.command("retry")
+def queue_retry(
+    dead: Annotated[bool, typer.Option("--dead", help="Dead jobs too (attempts reset).")] = False,
+    entity: EntityOpt = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Put retrying and waiting jobs (and dead ones, with --dead) back to pending now."""
+    n = queue.retry(Database.open(settings_for(data_dir=data_dir)), entity, dead=dead)
+    typer.echo(f"{n} jobs put back")
 
 
 def _issue_token(service, name: str, data_dir: Path | None, token_file: Path | None) -> None:

@@ -37,6 +37,13 @@ class Settings(BaseSettings):
     )
 
     # --- queue (engine.queue): durable jobs that feed the derived layers ---
+    queue_lease_s: float = Field(
+        60.0, gt=0, description="A claimed job is claimed again if its worker is silent this long."
+    )
+    queue_max_attempts: int = Field(8, ge=1, description="Attempts before a job is dead.")
+    queue_backoff_initial_s: float = Field(2.0, gt=0, description="First retry delay.")
+    queue_backoff_max_s: float = Field(600.0, gt=0, description="Longest retry delay.")
+    queue_poll_s: float = Field(0.5, gt=0, description="How often idle workers look for jobs.")
 
     # --- search (layer 2 and the longform tier) ---
 

@@ -1,0 +1,285 @@
+"""The durable queue: jobs finish once, retry with backoff, wait on a pause, die with
+their error, and survive their worker being killed."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from engine import entities, queue
+from engine.config import Settings
+from engine.db import Database
+from engine.queue import Pause, Policy, Workers
+
+FAST = Policy(lease_s=1.0, max_attempts=4, backoff_initial_s=0.05, backoff_max_s=0.2, poll_s=0.02)
+
+
+@pytest.fixture
+def db(tmp_path):
+    db = Database.open(Settings(data_dir=tmp_path / "data"))
+    entities.create(db, "lyra")
+    entities.create(db, "nexus")
+    yield db
+    db.close()
+
+
+def add(db, key, entity="lyra", kind="work", payload=None):
+    with db.write() as conn:
+        queue.enqueue(conn, entity, kind, key, payload or {"key": key})
+
+
+def wait_for(predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting")
+
+
+def states(db):
+    return {row[0]: row[1] for row in db.conn.execute("SELECT key, state FROM jobs")}
+
+
+def run_workers(db, handler, policy=FAST, concurrency=1, kind="work"):
+    workers = Workers(db, policy)
+    workers.add(kind, handler, concurrency)
+    workers.start()
+    return workers
+
+
+def test_enqueue_is_idempotent_and_transactional(db):
+    add(db, "a")
+    add(db, "a", payload={"other": True})
+    assert db.conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 1
+    with pytest.raises(RuntimeError), db.write() as conn:
+        queue.enqueue(conn, "lyra", "work", "b", {})
+        raise RuntimeError("the event's transaction failed")
+    assert "b" not in states(db)
+
+
+def test_jobs_run_once_each(db):
+    seen = []
+    for n in range(20):
+        add(db, f"j{n}")
+    workers = run_workers(db, lambda job: seen.append(job.key), concurrency=3)
+    try:
+        wait_for(lambda: set(states(db).values()) == {"done"})
+    finally:
+        workers.stop()
+    assert sorted(seen) == sorted(f"j{n}" for n in range(20))
+
+
+def test_failures_retry_with_backoff_then_succeed(db):
+    calls = []
+
+    def flaky(job):
+        calls.append(time.monotonic())
+        if len(calls) <= 2:
+            raise ConnectionError("LLM 500")
+
+    add(db, "x")
+    workers = run_workers(db, flaky)
+    try:
+        wait_for(lambda: states(db) == {"x": "done"})
+    finally:
+        workers.stop()
+    assert len(calls) == 3
+    assert calls[1] - calls[0] >= 0.04  # waited for the backoff
+    row = db.conn.execute("SELECT attempts, last_error FROM jobs").fetchone()
+    assert tuple(row) == (3, None)
+
+
+def test_always_failing_job_is_dead_with_its_error_and_can_be_retried(db):
+    add(db, "doomed")
+    workers = run_workers(db, lambda job: 1 / 0)
+    try:
+        wait_for(lambda: states(db) == {"doomed": "dead"})
+    finally:
+        workers.stop()
+    status = queue.status(db)
+    assert status.counts["dead"] == 1
+    [dead] = status.dead
+    assert dead.attempts == FAST.max_attempts and "ZeroDivisionError" in dead.last_error
+
+    assert queue.retry(db) == 0  # without --dead, dead jobs stay dead
+    assert queue.retry(db, dead=True) == 1
+    row = db.conn.execute("SELECT state, attempts FROM jobs").fetchone()
+    assert tuple(row) == ("pending", 0)
+
+
+def test_pause_stops_one_entity_and_kind_without_burning_attempts(db):
+    def needs_key(job):
+        if job.entity == "lyra":
+            raise Pause("LLM_API_KEY refused (401)")
+
+    for n in range(3):
+        add(db, f"l{n}", entity="lyra")
+        add(db, f"n{n}", entity="nexus")
+    workers = run_workers(db, needs_key)
+    try:
+        wait_for(lambda: all(states(db)[f"n{n}"] == "done" for n in range(3)))
+        time.sleep(0.2)
+        lyra = {k: v for k, v in states(db).items() if k.startswith("l")}
+        assert sorted(lyra.values()) == ["pending", "pending", "waiting"]
+        status = queue.status(db, "lyra")
+        assert [(p.kind, p.reason) for p in status.paused] == [
+            ("work", "LLM_API_KEY refused (401)")
+        ]
+        waiting = db.conn.execute("SELECT attempts FROM jobs WHERE state = 'waiting'").fetchone()
+        assert waiting[0] == 0
+        assert queue.status(db, "nexus").paused == []
+    finally:
+        workers.stop()
+
+
+def test_retry_lifts_the_pause(db):
+    fixed = threading.Event()
+
+    def handler(job):
+        if not fixed.is_set():
+            raise Pause("no LLM configured")
+
+    add(db, "a")
+    add(db, "b")
+    workers = run_workers(db, handler)
+    try:
+        wait_for(lambda: "waiting" in states(db).values())
+        fixed.set()
+        assert queue.retry(db, "lyra") == 1
+        wait_for(lambda: set(states(db).values()) == {"done"})
+    finally:
+        workers.stop()
+
+
+def test_lease_is_renewed_while_a_long_job_runs(db):
+    runs = []
+
+    def slow(job):
+        runs.append(job.key)
+        time.sleep(2.5 * FAST.lease_s)
+
+    add(db, "long")
+    first, second = run_workers(db, slow), run_workers(db, slow)
+    try:
+        wait_for(lambda: states(db) == {"long": "done"})
+    finally:
+        first.stop()
+        second.stop()
+    assert runs == ["long"]
+
+
+def test_expired_lease_is_claimed_again_and_the_late_finisher_is_ignored(db):
+    add(db, "orphan")
+    stale = queue.claim(db, "work", "dead-worker", FAST)
+    assert stale is not None and queue.claim(db, "work", "other", FAST) is None
+    time.sleep(FAST.lease_s + 0.1)
+    again = queue.claim(db, "work", "other", FAST)
+    assert again is not None and again.id == stale.id and again.attempts == 2
+    assert queue.complete(db, stale, "dead-worker") is False
+    assert queue.complete(db, again, "other") is True
+    assert states(db) == {"orphan": "done"}
+
+
+def test_worker_process_killed_mid_job_is_reclaimed_and_finishes_once(db, tmp_path):
+    add(db, "survivor")
+    started = tmp_path / "started"
+    script = textwrap.dedent(
+        f"""
+        import time, pathlib
+        from engine.db import Database
+        from engine.queue import Workers, Policy
+        db = Database(pathlib.Path({str(db.path)!r}))
+        def hang(job):
+            pathlib.Path({str(started)!r}).write_text(job.key)
+            time.sleep(600)
+        workers = Workers(db, Policy(lease_s=1.0, poll_s=0.02))
+        workers.add("work", hang)
+        workers.start()
+        time.sleep(600)
+        """
+    )
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        wait_for(started.exists)
+        assert states(db) == {"survivor": "running"}
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    finally:
+        child.kill()
+    finished = []
+    workers = run_workers(db, lambda job: finished.append(job.key))
+    try:
+        wait_for(lambda: states(db) == {"survivor": "done"})
+    finally:
+        workers.stop()
+    assert finished == ["survivor"]
+    assert db.conn.execute("SELECT attempts FROM jobs").fetchone()[0] == 2
+
+
+def test_a_job_that_keeps_killing_its_worker_ends_dead(db):
+    add(db, "poison")
+    policy = Policy(lease_s=0.2, max_attempts=2, poll_s=0.02)
+    for _ in range(policy.max_attempts):
+        assert queue.claim(db, "work", "doomed-worker", policy) is not None
+        time.sleep(policy.lease_s + 0.05)
+    assert queue.claim(db, "work", "next", policy) is None
+    [dead] = queue.status(db).dead
+    assert dead.key == "poison" and "without finishing" in dead.last_error
+
+
+def test_backoff_grows_with_jitter_and_is_capped():
+    policy = Policy(backoff_initial_s=1, backoff_max_s=30)
+    delays = [policy.backoff(n) for n in range(1, 12)]
+    assert delays[0] >= 1 and delays[3] > delays[0]
+    assert max(delays) <= 30 and delays[-1] == 30
+    assert len({policy.backoff(3) for _ in range(20)}) > 1  # jittered
+
+
+def test_status_counts_and_oldest_age(db):
+    add(db, "a")
+    add(db, "b", entity="nexus")
+    time.sleep(0.05)
+    status = queue.status(db, "lyra")
+    assert status.counts["pending"] == 1 and sum(status.counts.values()) == 1
+    assert status.oldest_pending_age_s >= 0.05
+    assert queue.status(db).counts["pending"] == 2
+
+
+def test_rest_queue_is_per_entity(server, make_client):
+    lyra, nexus = make_client(), make_client()
+    db = Database(server.data_dir / "pps.sqlite3")
+    with db.write() as conn:
+        queue.enqueue(conn, lyra.entity, "unregistered-kind", "k1", {})
+        conn.execute(
+            "UPDATE jobs SET state = 'dead', last_error = 'boom', attempts = 8 WHERE key = 'k1'"
+        )
+    mine = lyra.get("/v1/queue").json()
+    assert mine["counts"]["dead"] == 1 and mine["dead"][0]["last_error"] == "boom"
+    theirs = nexus.get("/v1/queue").json()
+    assert theirs["counts"]["dead"] == 0 and theirs["dead"] == []
+    assert nexus.post("/v1/queue/retry", json={"dead": True}).json() == {"requeued": 0}
+    assert lyra.post("/v1/queue/retry", json={"dead": True}).json() == {"requeued": 1}
+    assert lyra.get("/v1/queue").json()["counts"]["pending"] == 1
+    bad = lyra.post("/v1/queue/retry", json={"dead": "maybe"})
+    assert bad.status_code == 422 and bad.json()["problems"][0]["field"] == "dead"
+
+
+def test_cli_queue_shows_dead_jobs_and_retries(server, make_client):
+    client = make_client()
+    db = Database(server.data_dir / "pps.sqlite3")
+    with db.write() as conn:
+        queue.enqueue(conn, client.entity, "unregistered-kind", "cli-job", {})
+        conn.execute(
+            "UPDATE jobs SET state = 'dead', last_error = 'LLM said no' WHERE key = 'cli-job'"
+        )
+    shown = server.pps("queue", "--entity", client.entity)
+    assert "dead 1" in shown and "LLM said no" in shown and "cli-job" in shown
+    assert server.pps("queue", "retry", "--dead", "--entity", client.entity).startswith("1 ")
+    assert "pending 1" in server.pps("queue", "--entity", client.entity)
