@@ -38,8 +38,8 @@ def migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
             raise RuntimeError(f"migration file {path.name} is not named NNNN_name.sql")
         found.append(Migration(int(match[1]), match[2], path))
     versions = [m.version for m in found]
-    if versions != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"migrations must be numbered 1..N without gaps, found {versions}")
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"two migrations share a number: {versions}")
     return found
 
 
@@ -127,15 +127,16 @@ class Database:
         ).fetchone()[0]
 
     def migrate(self, upto: int | None = None, directory: Path = MIGRATIONS_DIR) -> int:
-        """Apply every migration not yet recorded (up to `upto`); return the new version."""
+        """Apply, in order, every migration not yet recorded (up to version `upto`); return
+        the highest version applied. Numbers may have gaps (layers reserve ranges)."""
         with self.write() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
             )
-            current = self.schema_version()
+            applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
             for migration in migrations(directory):
-                if migration.version <= current or (upto is not None and migration.version > upto):
+                if migration.version in applied or (upto is not None and migration.version > upto):
                     continue
                 for statement in _statements(migration.path.read_text()):
                     conn.execute(statement)
