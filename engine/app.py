@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from engine.config import Settings
 from engine.db import Database
 from engine.errors import Conflict, FieldProblem, InputError, NotFound, from_validation
-from engine.routes import events, health, queue
+from engine.routes import events, health, inventory, queue, summaries
 from engine.routes.deps import Unauthorized
 from engine.runtime import Runtime
 
@@ -45,6 +45,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(health.router)
     app.include_router(events.router)
     app.include_router(queue.router)
+    app.include_router(summaries.router)
+    app.include_router(inventory.router)
     return app
 
 

@@ -1,0 +1,45 @@
+"""Crystals: chained snapshots as files; the newest 8 current, the rest archived, none lost."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import crystals
+from engine.errors import InputError, NotFound
+
+
+def test_chain_numbering_and_rolling_window(tmp_path):
+    for n in range(1, 11):
+        crystal = crystals.crystallize(tmp_path, f"field state {n}")
+        assert crystal.number == n
+    latest = (tmp_path / "crystals" / "crystal_010.md").read_text()
+    assert latest.startswith("# Crystal #10 (")
+    assert "[Chain: #7 → #8 → #9 → #10]" in latest and "field state 10" in latest
+    current = sorted(p.name for p in (tmp_path / "crystals").glob("crystal_*.md"))
+    archived = sorted(p.name for p in (tmp_path / "crystals" / "archive").glob("*.md"))
+    assert current == [f"crystal_{n:03d}.md" for n in range(3, 11)]
+    assert archived == ["crystal_001.md", "crystal_002.md"]
+    assert [c.number for c in crystals.current(tmp_path, 4)] == [7, 8, 9, 10]
+    assert [(c.number, c.archived) for c in crystals.list_all(tmp_path)][:3] == [
+        (1, True),
+        (2, True),
+        (3, False),
+    ]
+    assert (tmp_path / "crystals" / "crystal_010.md").stat().st_mode & 0o777 == 0o600
+
+
+def test_delete_takes_back_only_the_latest_and_restores_the_window(tmp_path):
+    for n in range(1, 10):
+        crystals.crystallize(tmp_path, f"state {n}")
+    removed = crystals.delete_latest(tmp_path)
+    assert removed.number == 9 and "state 9" in removed.content
+    assert [c.number for c in crystals.current(tmp_path, 8)] == list(range(1, 9))
+    assert crystals.crystallize(tmp_path, "again").number == 9
+
+
+def test_bad_input_and_empty(tmp_path):
+    with pytest.raises(InputError):
+        crystals.crystallize(tmp_path, "   ")
+    with pytest.raises(NotFound):
+        crystals.delete_latest(tmp_path)
+    assert crystals.current(tmp_path) == []

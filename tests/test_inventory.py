@@ -1,0 +1,102 @@
+"""Layer 5: what an entity has, and where it is."""
+
+from __future__ import annotations
+
+
+def test_wardrobe_round_trip(client):
+    robe = {
+        "name": "comfy robe",
+        "category": "wardrobe",
+        "subcategory": "loungewear",
+        "description": "soft, deep blue, a gift",
+        "attributes": {"colour": "blue", "material": "cotton"},
+    }
+    first = client.post("/v1/inventory", json=robe).json()
+    assert first["created"] is True and first["item"]["attributes"]["colour"] == "blue"
+    again = client.post("/v1/inventory", json={**robe, "description": "softer now"}).json()
+    assert again["created"] is False and again["item"]["id"] == first["item"]["id"]
+    client.post("/v1/inventory", json={"name": "silver ring", "category": "symbols"})
+    client.post(
+        "/v1/inventory", json={"name": "boots", "category": "wardrobe", "subcategory": "shoes"}
+    )
+
+    wardrobe = client.get("/v1/inventory", params={"category": "wardrobe"}).json()["items"]
+    assert [i["name"] for i in wardrobe] == ["comfy robe", "boots"]
+    shoes = client.get("/v1/inventory", params={"category": "wardrobe", "subcategory": "shoes"})
+    assert [i["name"] for i in shoes.json()["items"]] == ["boots"]
+    categories = client.get("/v1/inventory/categories").json()["categories"]
+    assert categories == [
+        {"category": "symbols", "count": 1, "subcategories": {}},
+        {"category": "wardrobe", "count": 2, "subcategories": {"loungewear": 1, "shoes": 1}},
+    ]
+    got = client.get("/v1/inventory/item", params={"name": "comfy robe"}).json()
+    assert got["description"] == "softer now"
+    deleted = client.delete("/v1/inventory/item", params={"name": "comfy robe"})
+    assert deleted.status_code == 200
+    missing = client.get("/v1/inventory/item", params={"name": "comfy robe"})
+    assert missing.status_code == 404 and "comfy robe" in missing.json()["message"]
+
+
+def test_spaces_enter_and_current(client):
+    client.post(
+        "/v1/spaces",
+        json={"name": "main room", "description": "# The hearth\nA fire.", "channel": "terminal"},
+    )
+    client.post("/v1/spaces", json={"name": "bedroom", "description": "Quiet."})
+    client.post(
+        "/v1/inventory", json={"name": "comfy robe", "category": "wardrobe", "space": "bedroom"}
+    )
+    view = client.post("/v1/spaces/bedroom/enter", json={"channel": "terminal"}).json()
+    assert view["space"]["description"] == "Quiet."
+    assert [i["name"] for i in view["items"]] == ["comfy robe"]
+    assert [s["name"] for s in client.get("/v1/spaces").json()["spaces"]] == [
+        "bedroom",
+        "main room",
+    ]
+    updated = client.patch("/v1/spaces/bedroom", json={"description": "Quiet. Moonlight."})
+    assert updated.json()["description"] == "Quiet. Moonlight."
+    assert updated.json()["channel"] is None
+
+
+def test_bad_inventory_input(client):
+    cases = [
+        ("post", "/v1/inventory", {"name": "", "category": "wardrobe"}, "name"),
+        ("post", "/v1/inventory", {"name": "x", "category": "Not A Category!"}, "category"),
+        (
+            "post",
+            "/v1/inventory",
+            {"name": "x", "category": "wardrobe", "space": "nowhere"},
+            "space",
+        ),
+        (
+            "post",
+            "/v1/inventory",
+            {"name": "x", "category": "wardrobe", "attributes": [1]},
+            "attributes",
+        ),
+        ("post", "/v1/spaces", {"description": "no name"}, "name"),
+    ]
+    for method, path, body, field in cases:
+        response = client.request(method, path, json=body)
+        assert response.status_code == 422, response.text
+        assert field in [p["field"] for p in response.json()["problems"]]
+    assert client.get("/v1/inventory").json()["items"] == []
+    client.post("/v1/spaces", json={"name": "kitchen"})
+    duplicate = client.post("/v1/spaces", json={"name": "kitchen"})
+    assert duplicate.status_code == 422
+    assert client.post("/v1/spaces/attic/enter").status_code == 404
+
+
+def test_inventory_is_per_entity(make_client):
+    a, b = make_client(), make_client()
+    a.post("/v1/spaces", json={"name": "bedroom"})
+    a.post("/v1/inventory", json={"name": "comfy robe", "category": "wardrobe", "space": "bedroom"})
+    assert b.get("/v1/inventory").json()["items"] == []
+    assert b.get("/v1/inventory/item", params={"name": "comfy robe"}).status_code == 404
+    assert b.delete("/v1/inventory/item", params={"name": "comfy robe"}).status_code == 404
+    assert b.get("/v1/spaces").json()["spaces"] == []
+    assert b.post("/v1/spaces/bedroom/enter").status_code == 404
+    # b cannot put its things into a's space by naming it
+    sneaky = b.post("/v1/inventory", json={"name": "x", "category": "c", "space": "bedroom"})
+    assert sneaky.status_code == 422
+    assert a.get("/v1/inventory/item", params={"name": "comfy robe"}).status_code == 200

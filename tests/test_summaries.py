@@ -1,0 +1,126 @@
+"""Layer 4 summaries: storing one marks its turns summarized; the rest stay visible."""
+
+from __future__ import annotations
+
+
+def _turns(client, n, channel="terminal", start=0):
+    events = [
+        {
+            "event_uid": f"{channel}-{start + i}",
+            "channel": channel,
+            "content": f"{channel} turn {start + i}",
+            "created_at": f"2026-01-04T12:{start + i:02}:00Z",
+        }
+        for i in range(n)
+    ]
+    return [ack["id"] for ack in client.post("/v1/events", json=events).json()["events"]]
+
+
+def test_summary_marks_its_range_and_leaves_the_rest(client):
+    ids = _turns(client, 10)
+    assert client.get("/v1/summaries/stats").json()["unsummarized"] == 10
+    stored = client.post(
+        "/v1/summaries",
+        json={"summary_text": "We talked about the robe.", "start_id": ids[0], "end_id": ids[5]},
+    )
+    assert stored.status_code == 200, stored.text
+    summary = stored.json()
+    assert summary["event_count"] == 6
+    assert summary["first_at"] == "2026-01-04T12:00:00.000000Z"
+    assert summary["last_at"] == "2026-01-04T12:05:00.000000Z"
+
+    since = client.get("/v1/turns/since-summary").json()
+    assert [t["content"] for t in since["turns"]] == [f"terminal turn {i}" for i in range(6, 10)]
+    assert since["unsummarized"] == 4 and since["warning"] is None
+    newest_first = client.get("/v1/turns/since-summary", params={"oldest_first": False, "limit": 2})
+    assert [t["content"] for t in newest_first.json()["turns"]] == [
+        "terminal turn 9",
+        "terminal turn 8",
+    ]
+    stats = client.get("/v1/summaries/stats").json()
+    assert stats["summaries"] == 1 and stats["summarized_events"] == 6
+    assert stats["by_type"] == {"message": 1}
+    assert stats["oldest_unsummarized_at"] == "2026-01-04T12:06:00.000000Z"
+
+
+def test_channel_scoped_summary_covers_only_its_channels(client):
+    terminal = _turns(client, 3, "terminal")
+    _turns(client, 3, "discord", start=3)
+    client.post(
+        "/v1/summaries",
+        json={
+            "summary_text": "terminal only",
+            "start_id": terminal[0],
+            "end_id": terminal[-1] + 3,
+            "channels": ["terminal"],
+        },
+    )
+    left = client.get("/v1/turns/since-summary").json()
+    assert {t["channel"] for t in left["turns"]} == {"discord"} and left["unsummarized"] == 3
+    discord_only = client.get("/v1/turns/since-summary", params={"channel": "terminal"})
+    assert discord_only.json()["unsummarized"] == 0
+
+
+def test_warning_above_a_hundred_unsummarized(client):
+    events = [{"channel": "discord", "content": f"m{i}"} for i in range(101)]
+    client.post("/v1/events", json=events)
+    since = client.get("/v1/turns/since-summary", params={"limit": 5}).json()
+    assert since["unsummarized"] == 101 and len(since["turns"]) == 5
+    assert "101 unsummarized" in since["warning"]
+
+
+def test_recent_search_and_turns_since(client):
+    ids = _turns(client, 6)
+    for text, (a, b) in [("first the kitchen", (0, 1)), ("then the comfy robe", (2, 3))]:
+        client.post(
+            "/v1/summaries", json={"summary_text": text, "start_id": ids[a], "end_id": ids[b]}
+        )
+    recent = client.get("/v1/summaries", params={"limit": 5}).json()["summaries"]
+    assert [s["summary_text"] for s in recent] == ["first the kitchen", "then the comfy robe"]
+    hits = client.get("/v1/summaries/search", params={"query": "robe"}).json()["results"]
+    assert [h["summary"]["summary_text"] for h in hits] == ["then the comfy robe"]
+    since = client.get("/v1/turns/since", params={"timestamp": "2026-01-04T12:03:00Z"}).json()
+    assert [t["content"] for t in since["turns"]] == [
+        "terminal turn 3",
+        "terminal turn 4",
+        "terminal turn 5",
+    ]
+    assert [s["summary_text"] for s in since["summaries"]] == [
+        "first the kitchen",
+        "then the comfy robe",
+    ]
+
+
+def test_bad_summaries_are_refused_and_store_nothing(make_client):
+    client, other = make_client(), make_client()
+    ids = _turns(client, 3)
+    foreign = _turns(other, 1)
+    cases = [
+        ({"summary_text": "", "start_id": ids[0], "end_id": ids[1]}, "summary_text"),
+        ({"summary_text": "x", "start_id": ids[2], "end_id": ids[0]}, "body"),
+        ({"summary_text": "x", "start_id": ids[0], "end_id": foreign[0]}, "end_id"),  # not ours
+        ({"summary_text": "x", "start_id": ids[0], "end_id": 10**9}, "end_id"),
+        (
+            {"summary_text": "x", "start_id": ids[0], "end_id": ids[1], "channels": ["NO!"]},
+            "channels[0]",
+        ),
+        ({"start_id": ids[0], "end_id": ids[1]}, "summary_text"),
+    ]
+    for body, field in cases:
+        response = client.post("/v1/summaries", json=body)
+        assert response.status_code == 422, (body, response.text)
+        assert field in [p["field"] for p in response.json()["problems"]], response.text
+    assert client.get("/v1/summaries/stats").json()["summaries"] == 0
+    bad_time = client.get("/v1/turns/since", params={"timestamp": "someday"})
+    assert bad_time.status_code == 422 and bad_time.json()["problems"][0]["field"] == "timestamp"
+
+
+def test_summaries_are_per_entity(make_client):
+    a, b = make_client(), make_client()
+    ids = _turns(a, 2)
+    a.post(
+        "/v1/summaries", json={"summary_text": "private robe", "start_id": ids[0], "end_id": ids[1]}
+    )
+    assert b.get("/v1/summaries").json()["summaries"] == []
+    assert b.get("/v1/summaries/search", params={"query": "robe"}).json()["results"] == []
+    assert b.get("/v1/summaries/stats").json()["summaries"] == 0
