@@ -11,14 +11,14 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 
 from engine.config import Settings
 from engine.db import Database
 from engine.errors import Conflict, FieldProblem, InputError, NotFound, from_validation
 from engine.routes import events, health, inventory, queue, summaries
-from engine.routes.deps import Unauthorized
+from engine.routes.deps import Unauthorized, problem_response
 from engine.runtime import Runtime
+from mcp_bridge.mount import mount as mcp_mount
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -28,7 +28,8 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.runtime = Runtime(settings, app.state.db)
         app.state.runtime.start()
         try:
-            yield
+            async with serving_mcp():
+                yield
         finally:
             app.state.runtime.stop()
             app.state.db.close()
@@ -47,19 +48,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(queue.router)
     app.include_router(summaries.router)
     app.include_router(inventory.router)
+    serving_mcp = mcp_mount(app, settings.host)
     return app
-
-
-def problem_response(status: int, error: str, problems: list[FieldProblem], **headers: str):
-    return JSONResponse(
-        status_code=status,
-        content={
-            "error": error,
-            "message": "; ".join(str(p) for p in problems),
-            "problems": [{"field": p.field, "problem": p.problem} for p in problems],
-        },
-        headers=headers or None,
-    )
 
 
 def _add_error_handlers(app: FastAPI) -> None:

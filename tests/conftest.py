@@ -13,9 +13,14 @@ from engine.process import ServerProcess
 _names = itertools.count()
 
 
+# Most modules test layers that do not need the graph; the graph's own tests (and recall's)
+# start servers with it. Starting a FalkorDB child per module would only cost time.
+NO_GRAPH = {"GRAPH_BACKEND": "none"}
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[ServerProcess]:
-    with ServerProcess(tmp_path_factory.mktemp("pps") / "data") as proc:
+    with ServerProcess(tmp_path_factory.mktemp("pps") / "data", env=NO_GRAPH) as proc:
         yield proc
 
 

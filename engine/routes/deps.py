@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from engine import entities
 from engine.config import Settings
 from engine.db import Database
+from engine.errors import FieldProblem
 
 
 class Unauthorized(Exception):
@@ -44,3 +46,15 @@ def current_entity(
 DB = Annotated[Database, Depends(get_db)]
 CurrentEntity = Annotated[str, Depends(current_entity)]
 AppSettings = Annotated[Settings, Depends(get_settings)]
+
+
+def problem_response(status: int, error: str, problems: list[FieldProblem], **headers: str):
+    return JSONResponse(
+        status_code=status,
+        content={
+            "error": error,
+            "message": "; ".join(str(p) for p in problems),
+            "problems": [{"field": p.field, "problem": p.problem} for p in problems],
+        },
+        headers=headers or None,
+    )

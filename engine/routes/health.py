@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from engine.routes.deps import DB
+from engine import health as checks
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health", summary="Status of each component (no auth, no data)")
-def health(db: DB) -> JSONResponse:
-    components = {"database": _database(db)}
-    ok = all(c["status"] == "ok" for c in components.values())
-    body = {"status": "ok" if ok else "degraded", "components": components}
-    return JSONResponse(body, status_code=200 if ok else 503)
-
-
-def _database(db: DB) -> dict:
-    try:
-        return {"status": "ok", "schema_version": db.schema_version()}
-    except Exception as exc:  # the database being unreachable is what we report
-        return {"status": "down", "error": type(exc).__name__}
+def health(request: Request) -> JSONResponse:
+    body = checks.report(request.app.state.runtime)
+    return JSONResponse(body, status_code=503 if body["status"] == "down" else 200)

@@ -1,0 +1,30 @@
+"""The status of each component, for GET /health, `pps_health` and `pps doctor`.
+
+No data and no entity names: only whether each part works, and why not. The database
+is the one part pps cannot work without; any other part being down degrades it.
+"""
+
+from __future__ import annotations
+
+from engine import graph
+from engine.runtime import Runtime
+
+
+def report(runtime: Runtime) -> dict:
+    components = {"database": _database(runtime)}
+    components["graph"] = graph.graph_health(runtime.graph)
+    components["llm"] = graph.llm_health(runtime.settings, runtime.db)
+    if components["database"]["status"] != "ok":
+        overall = "down"
+    elif all(c["status"] == "ok" for c in components.values()):
+        overall = "ok"
+    else:
+        overall = "degraded"
+    return {"status": overall, "components": components}
+
+
+def _database(runtime: Runtime) -> dict:
+    try:
+        return {"status": "ok", "schema_version": runtime.db.schema_version()}
+    except Exception as exc:  # the database being unreachable is what we report
+        return {"status": "down", "error": type(exc).__name__}

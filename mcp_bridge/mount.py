@@ -1,0 +1,69 @@
+"""Serve each MCP profile over streamable HTTP on the FastAPI app, behind the entity token.
+
+Profiles are the exact tool contracts of the user's seeds; each is one MCPServer:
+`/mcp` (pps), and more as layers land. They run stateless with JSON responses: every
+request stands alone and is authenticated on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from fastapi import FastAPI
+from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from starlette.routing import Route
+
+from engine import entities
+from engine.errors import FieldProblem
+from engine.routes.deps import problem_response
+from mcp_bridge import pps
+
+PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
+    "pps": ("/mcp", pps.build),
+}
+
+
+def mount(app: FastAPI, host: str) -> Callable[[], AsyncIterator[None]]:
+    """Add a route per profile; return the lifespan that runs their session managers."""
+    servers = []
+    for path, build in PROFILES.values():
+        server = build()
+        server.streamable_http_app(stateless_http=True, json_response=True, host=host)
+        endpoint = BearerEntity(StreamableHTTPASGIApp(server.session_manager))
+        app.router.routes.append(Route(path, endpoint, methods=["GET", "POST", "DELETE"]))
+        servers.append(server)
+
+    @asynccontextmanager
+    async def running() -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for server in servers:
+                await stack.enter_async_context(server.session_manager.run())
+            yield
+
+    return running
+
+
+class BearerEntity:
+    """Let a request through only with a valid entity token, and record whose it is."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        headers = dict(scope["headers"])
+        scheme, _, token = headers.get(b"authorization", b"").decode().partition(" ")
+        db = scope["app"].state.db
+        entity = entities.authenticate(db, token.strip()) if scheme.lower() == "bearer" else None
+        if entity is None:
+            problem = "missing" if not token else "unknown or revoked token"
+            response = problem_response(
+                401,
+                "unauthorized",
+                [FieldProblem("Authorization", problem)],
+                **{"WWW-Authenticate": "Bearer"},
+            )
+            return await response(scope, receive, send)
+        scope.setdefault("state", {})["entity"] = entity
+        await self.app(scope, receive, send)

@@ -1,0 +1,321 @@
+"""The `/mcp` profile: the pps seed's `mcp__pps__*` tools, each a thin call into the engine.
+
+Names and parameters follow the seed (003). Descriptions are written for the agent
+that reads them: what the tool does, when to use it, what comes back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+
+from engine import capture, health, inventory, queue, summaries
+from engine.errors import InputError
+from mcp_bridge.caller import caller, tool_errors
+
+READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+UPSERT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+INSTRUCTIONS = """Pattern persistence: one memory across every channel you live in.
+On a cold start call ambient_recall("startup") once. Store what matters with store_event;
+curate anchors, crystals and summaries deliberately. If the unsummarized count passes 100,
+run summarize_messages."""
+
+
+def build() -> MCPServer:
+    server = MCPServer("pps", instructions=INSTRUCTIONS)
+    tool = server.tool
+
+    # --- layer 1: raw capture ---
+
+    @tool(annotations=UPSERT)
+    def store_event(
+        ctx: Context,
+        content: str,
+        channel: str = "terminal",
+        event_type: str = "message",
+        author: str | None = None,
+        role: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        session_id: str | None = None,
+        event_uid: str | None = None,
+        created_at: str | None = None,
+    ) -> dict:
+        """Store one event (a message, an insight, a session marker) in raw capture, the
+        permanent record every other layer is built from. Give event_uid to make retries
+        safe: the same uid is stored once. Returns the event's id and whether it was new."""
+        me = caller(ctx)
+        with tool_errors():
+            event = {
+                "content": content,
+                "channel": channel,
+                "event_type": event_type,
+                "author": author,
+                "role": role,
+                "metadata": metadata or {},
+                "session_id": session_id,
+                "event_uid": event_uid,
+                "created_at": created_at,
+            }
+            events = capture.parse_events(
+                event,
+                max_batch=1,
+                max_content_bytes=me.settings.max_content_bytes,
+            )
+            [stored] = capture.record(me.db, me.entity, events)
+        return stored.model_dump()
+
+    @tool(annotations=READ)
+    def raw_search(
+        ctx: Context,
+        query: str,
+        limit: int = 20,
+        channel: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> dict:
+        """Search the raw history (every captured turn) by words. Use it to find what was
+        actually said, when. Returns matching events with a highlighted snippet, best
+        first."""
+        me = caller(ctx)
+        with tool_errors():
+            query_ = capture.SearchQuery(
+                q=query, limit=limit, channel=channel, since=since, until=until
+            )
+            hits = capture.search_events(me.db, me.entity, query_)
+        return {"results": [hit.model_dump() for hit in hits]}
+
+    @tool(annotations=READ)
+    def get_turns_around(
+        ctx: Context, timestamp: str, count: int = 20, channel: str | None = None
+    ) -> dict:
+        """The conversation around a moment: about half the turns before it, half after,
+        oldest first. Use after a search hit to read its context."""
+        me = caller(ctx)
+        with tool_errors():
+            query_ = capture.AroundQuery(timestamp=timestamp, count=count, channel=channel)
+            turns = capture.turns_around(me.db, me.entity, query_)
+        return {"turns": [turn.model_dump() for turn in turns]}
+
+    @tool(annotations=READ)
+    def get_turns_since_summary(
+        ctx: Context,
+        limit: int = 50,
+        offset: int = 0,
+        channel: str | None = None,
+        oldest_first: bool = True,
+    ) -> dict:
+        """Raw turns that no summary covers yet, a page at a time, with the total count
+        (and a warning above 100). Use it to read or to summarize recent history."""
+        me = caller(ctx)
+        with tool_errors():
+            _check_page(limit, offset)
+            page = summaries.turns_since_summary(
+                me.db, me.entity, limit, offset, channel, oldest_first
+            )
+        return page.model_dump()
+
+    @tool(annotations=READ)
+    def get_turns_since(
+        ctx: Context, timestamp: str, include_summaries: bool = True, limit: int = 100
+    ) -> dict:
+        """Turns at or after a moment, oldest first, with the summaries made since then."""
+        me = caller(ctx)
+        with tool_errors():
+            _check_page(limit, 0)
+            found = summaries.turns_since(me.db, me.entity, timestamp, include_summaries, limit)
+        return found.model_dump()
+
+    # --- layer 4: summaries ---
+
+    @tool(annotations=WRITE)
+    def store_summary(
+        ctx: Context,
+        summary_text: str,
+        start_id: int,
+        end_id: int,
+        channels: list[str] | None = None,
+        summary_type: str = "message",
+    ) -> dict:
+        """Store a summary of the events with ids start_id..end_id (only those channels,
+        if given). Those turns count as summarized from now on and leave startup recall."""
+        me = caller(ctx)
+        with tool_errors():
+            summary = summaries.SummaryIn(
+                summary_text=summary_text,
+                start_id=start_id,
+                end_id=end_id,
+                channels=channels,
+                summary_type=summary_type,
+            )
+            return summaries.store(me.db, me.entity, summary).model_dump()
+
+    @tool(annotations=READ)
+    def summarize_messages(ctx: Context, limit: int = 50, summary_type: str = "message") -> dict:
+        """Compress the oldest unsummarized turns. With no summarizing LLM configured this
+        returns the turns and their id range: write the summary yourself and call
+        store_summary with it."""
+        me = caller(ctx)
+        with tool_errors():
+            _check_page(limit, 0)
+            page = summaries.turns_since_summary(me.db, me.entity, limit)
+        turns = page.turns
+        return {
+            "summarized": False,
+            "message": (
+                "No summarizing LLM is configured: summarize these turns and call store_summary"
+                f" with start_id={turns[0].id} and end_id={turns[-1].id}"
+                if turns
+                else "Nothing to summarize."
+            ),
+            "summary_type": summary_type,
+            "start_id": turns[0].id if turns else None,
+            "end_id": turns[-1].id if turns else None,
+            "turns": [turn.model_dump() for turn in turns],
+            "unsummarized": page.unsummarized,
+        }
+
+    @tool(annotations=READ)
+    def get_recent_summaries(ctx: Context, limit: int = 5) -> dict:
+        """The newest summaries (compressed history), oldest of them first."""
+        me = caller(ctx)
+        with tool_errors():
+            _check_page(limit, 0, most=100)
+            found = summaries.recent(me.db, me.entity, limit)
+        return {"summaries": [s.model_dump() for s in found]}
+
+    @tool(annotations=READ)
+    def search_summaries(ctx: Context, query: str, limit: int = 10) -> dict:
+        """Search summaries by words; best first, with a highlighted snippet."""
+        me = caller(ctx)
+        with tool_errors():
+            _check_page(limit, 0, most=100)
+            hits = summaries.search(me.db, me.entity, query, limit)
+        return {"results": [hit.model_dump() for hit in hits]}
+
+    @tool(annotations=READ)
+    def summary_stats(ctx: Context) -> dict:
+        """How many summaries exist, and how many turns are still unsummarized."""
+        me = caller(ctx)
+        return summaries.stats(me.db, me.entity).model_dump()
+
+    # --- layer 5: inventory and spaces ---
+
+    @tool(annotations=READ)
+    def inventory_list(
+        ctx: Context, category: str | None = None, subcategory: str | None = None, limit: int = 100
+    ) -> dict:
+        """What you have in a category (wardrobe, symbols, people, ...). Answers "what's in
+        my closet?"; ask the graph (texture_search) for the story of an item."""
+        me = caller(ctx)
+        with tool_errors():
+            _check_page(limit, 0)
+            items = inventory.list_items(me.db, me.entity, category, subcategory, limit)
+        return {"items": [item.model_dump() for item in items]}
+
+    @tool(annotations=UPSERT)
+    def inventory_add(
+        ctx: Context,
+        name: str,
+        category: str,
+        subcategory: str | None = None,
+        description: str = "",
+        attributes: dict[str, Any] | None = None,
+        space: str | None = None,
+    ) -> dict:
+        """Add an item to your inventory (or update the item of that category and name).
+        `space` puts it in a space you have added."""
+        me = caller(ctx)
+        with tool_errors():
+            item = inventory.ItemIn(
+                name=name,
+                category=category,
+                subcategory=subcategory,
+                description=description,
+                attributes=attributes or {},
+                space=space,
+            )
+            return inventory.add(me.db, me.entity, item).model_dump()
+
+    @tool(annotations=READ)
+    def inventory_get(ctx: Context, name: str, category: str | None = None) -> dict:
+        """One inventory item by name, with its description, attributes and the space it is in."""
+        me = caller(ctx)
+        with tool_errors():
+            return inventory.get(me.db, me.entity, name, category).model_dump()
+
+    @tool(annotations=DELETE)
+    def inventory_delete(ctx: Context, name: str, category: str | None = None) -> dict:
+        """Remove an item from your inventory. Returns what was removed."""
+        me = caller(ctx)
+        with tool_errors():
+            return inventory.delete(me.db, me.entity, name, category).model_dump()
+
+    @tool(annotations=READ)
+    def inventory_categories(ctx: Context) -> dict:
+        """Your inventory's categories, with counts and subcategories."""
+        me = caller(ctx)
+        return {"categories": [c.model_dump() for c in inventory.categories(me.db, me.entity)]}
+
+    @tool(annotations=UPSERT)
+    def enter_space(ctx: Context, space_name: str, channel: str | None = None) -> dict:
+        """Enter a space (a room, a place): returns its description and what is in it, and
+        remembers it as where you are on this channel."""
+        me = caller(ctx)
+        with tool_errors():
+            return inventory.enter_space(me.db, me.entity, space_name, channel).model_dump()
+
+    @tool(annotations=READ)
+    def list_spaces(ctx: Context) -> dict:
+        """Every space you have (rooms, places), with descriptions; enter one with enter_space."""
+        me = caller(ctx)
+        return {"spaces": [s.model_dump() for s in inventory.list_spaces(me.db, me.entity)]}
+
+    @tool(annotations=WRITE)
+    def add_space(
+        ctx: Context, name: str, description: str = "", channel: str | None = None
+    ) -> dict:
+        """Add a space with a markdown description (and the channel it belongs to)."""
+        me = caller(ctx)
+        with tool_errors():
+            space = inventory.SpaceIn(name=name, description=description, channel=channel)
+            return inventory.add_space(me.db, me.entity, space).model_dump()
+
+    @tool(annotations=UPSERT)
+    def update_space(
+        ctx: Context, name: str, description: str | None = None, channel: str | None = None
+    ) -> dict:
+        """Change a space's markdown description or its channel; what you leave out stays."""
+        me = caller(ctx)
+        with tool_errors():
+            change = inventory.SpaceUpdate(description=description, channel=channel)
+            return inventory.update_space(me.db, me.entity, name, change).model_dump()
+
+    # --- health and the queue ---
+
+    @tool(annotations=READ)
+    def ingestion_stats(ctx: Context) -> dict:
+        """The queue that feeds vectors and the graph: jobs by state, the oldest unfinished
+        job's age, dead jobs with their errors, and pauses (with why)."""
+        me = caller(ctx)
+        return queue.status(me.db, me.entity).model_dump()
+
+    @tool(annotations=READ)
+    def pps_health(ctx: Context) -> dict:
+        """Whether each layer works (database, search, graph, LLM), and why not."""
+        return health.report(ctx.request_context.request.app.state.runtime)
+
+    return server
+
+
+def _check_page(limit: int, offset: int, most: int = 1000) -> None:
+    if not 1 <= limit <= most:
+        raise InputError.of("limit", f"must be between 1 and {most}")
+    if offset < 0:
+        raise InputError.of("offset", "must not be negative")

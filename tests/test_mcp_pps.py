@@ -1,0 +1,226 @@
+"""The /mcp profile (the pps seed's tools) through a real MCP client session."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.mcp_client import ToolFailed, call, session
+
+EXPECTED = {
+    "store_event",
+    "raw_search",
+    "get_turns_since_summary",
+    "get_turns_since",
+    "get_turns_around",
+    "store_summary",
+    "summarize_messages",
+    "get_recent_summaries",
+    "search_summaries",
+    "summary_stats",
+    "inventory_list",
+    "inventory_add",
+    "inventory_get",
+    "inventory_delete",
+    "inventory_categories",
+    "enter_space",
+    "list_spaces",
+    "add_space",
+    "update_space",
+    "ingestion_stats",
+    "pps_health",
+}
+
+
+@pytest.fixture
+def mcp(server, make_client):
+    """mcp(script) runs an async script in a session of a new entity: (client, entity)."""
+
+    def run(script, http_client=None):
+        http_client = http_client or make_client()
+        token = http_client.headers["Authorization"].removeprefix("Bearer ")
+        return session(f"{server.url}/mcp", token, script)
+
+    return run
+
+
+def test_tools_are_listed_with_descriptions_and_annotations(mcp):
+    async def script(client):
+        return (await client.list_tools()).tools
+
+    tools = {tool.name: tool for tool in mcp(script)}
+    assert set(tools) >= EXPECTED
+    for tool in tools.values():
+        assert len(tool.description) > 30, tool.name
+        assert tool.annotations is not None, tool.name
+    assert tools["raw_search"].annotations.read_only_hint is True
+    assert tools["inventory_delete"].annotations.destructive_hint is True
+
+
+def test_capture_search_and_read_around(mcp):
+    async def script(client):
+        stored = await call(
+            client,
+            "store_event",
+            content="the comfy robe by the fire",
+            event_uid="m-1",
+            author="jeff",
+            created_at="2026-01-04T12:00:00Z",
+        )
+        again = await call(
+            client, "store_event", content="the comfy robe by the fire", event_uid="m-1"
+        )
+        await call(
+            client, "store_event", content="then the kitchen", created_at="2026-01-04T12:01:00Z"
+        )
+        found = await call(client, "raw_search", query="robe")
+        around = await call(client, "get_turns_around", timestamp="2026-01-04T12:00:30Z", count=4)
+        return stored, again, found, around
+
+    stored, again, found, around = mcp(script)
+    assert again == {**stored, "duplicate": True}
+    assert [r["event"]["event_uid"] for r in found["results"]] == ["m-1"]
+    assert [t["content"] for t in around["turns"]] == [
+        "the comfy robe by the fire",
+        "then the kitchen",
+    ]
+
+
+def test_summaries_flow(mcp):
+    async def script(client):
+        ids = [(await call(client, "store_event", content=f"turn {n}"))["id"] for n in range(4)]
+        todo = await call(client, "summarize_messages", limit=3)
+        stored = await call(
+            client,
+            "store_summary",
+            summary_text="four turns about turns",
+            start_id=todo["start_id"],
+            end_id=todo["end_id"],
+        )
+        left = await call(client, "get_turns_since_summary")
+        stats = await call(client, "summary_stats")
+        recent = await call(client, "get_recent_summaries", limit=2)
+        hits = await call(client, "search_summaries", query="turns")
+        since = await call(client, "get_turns_since", timestamp="2000-01-01T00:00:00Z")
+        return ids, todo, stored, left, stats, recent, hits, since
+
+    ids, todo, stored, left, stats, recent, hits, since = mcp(script)
+    assert todo["summarized"] is False and "store_summary" in todo["message"]
+    assert (todo["start_id"], todo["end_id"]) == (ids[0], ids[2])
+    assert stored["event_count"] == 3
+    assert [t["id"] for t in left["turns"]] == [ids[3]] and left["unsummarized"] == 1
+    assert stats["summaries"] == 1 and stats["unsummarized"] == 1
+    assert [s["id"] for s in recent["summaries"]] == [stored["id"]]
+    assert hits["results"][0]["summary"]["id"] == stored["id"]
+    assert len(since["turns"]) == 4 and len(since["summaries"]) == 1
+
+
+def test_inventory_and_spaces(mcp):
+    async def script(client):
+        await call(client, "add_space", name="bedroom", description="Quiet.", channel="terminal")
+        await call(
+            client,
+            "inventory_add",
+            name="comfy robe",
+            category="wardrobe",
+            attributes={"colour": "blue"},
+            space="bedroom",
+        )
+        listed = await call(client, "inventory_list", category="wardrobe")
+        got = await call(client, "inventory_get", name="comfy robe")
+        room = await call(client, "enter_space", space_name="bedroom")
+        cats = await call(client, "inventory_categories")
+        updated = await call(client, "update_space", name="bedroom", description="Moonlit.")
+        spaces = await call(client, "list_spaces")
+        gone = await call(client, "inventory_delete", name="comfy robe")
+        return listed, got, room, cats, updated, spaces, gone
+
+    listed, got, room, cats, updated, spaces, gone = mcp(script)
+    assert [i["name"] for i in listed["items"]] == ["comfy robe"]
+    assert got["attributes"] == {"colour": "blue"}
+    assert [i["name"] for i in room["items"]] == ["comfy robe"]
+    assert cats["categories"][0]["category"] == "wardrobe"
+    assert updated["description"] == "Moonlit."
+    assert [s["name"] for s in spaces["spaces"]] == ["bedroom"]
+    assert gone["name"] == "comfy robe"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "words"),
+    [
+        ("store_event", {"content": ""}, "content"),
+        ("store_event", {"content": "x", "channel": "NOT OK"}, "channel"),
+        ("store_event", {"content": "x", "created_at": "whenever"}, "created_at"),
+        ("raw_search", {"query": "!!!"}, "query"),
+        ("get_turns_since_summary", {"limit": 0}, "limit"),
+        ("get_turns_since", {"timestamp": "soon"}, "timestamp"),
+        ("store_summary", {"summary_text": "x", "start_id": 1, "end_id": 999999}, "id"),
+        ("inventory_get", {"name": "ghost"}, "not found"),
+        ("enter_space", {"space_name": "attic"}, "not found"),
+        ("inventory_add", {"name": "x", "category": "BAD CATEGORY!"}, "category"),
+    ],
+)
+def test_bad_arguments_are_tool_errors_that_say_why(mcp, tool, arguments, words):
+    async def script(client):
+        with pytest.raises(ToolFailed) as failed:
+            await call(client, tool, **arguments)
+        return str(failed.value)
+
+    assert words in mcp(script)
+
+
+def test_another_entitys_ids_and_names_are_invisible(mcp, make_client):
+    owner = make_client()
+
+    async def plant(client):
+        ids = [
+            (await call(client, "store_event", content=f"secret robe {n}"))["id"] for n in range(2)
+        ]
+        await call(client, "add_space", name="vault")
+        await call(client, "inventory_add", name="key", category="symbols", space="vault")
+        return ids
+
+    ids = mcp(plant, owner)
+
+    async def snoop(client):
+        errors = []
+        for tool, arguments in [
+            ("store_summary", {"summary_text": "mine now", "start_id": ids[0], "end_id": ids[1]}),
+            ("inventory_get", {"name": "key"}),
+            ("inventory_delete", {"name": "key"}),
+            ("enter_space", {"space_name": "vault"}),
+            ("update_space", {"name": "vault", "description": "taken"}),
+        ]:
+            with pytest.raises(ToolFailed) as failed:
+                await call(client, tool, **arguments)
+            errors.append(str(failed.value))
+        found = await call(client, "raw_search", query="secret robe")
+        left = await call(client, "get_turns_since_summary")
+        return errors, found, left
+
+    errors, found, left = mcp(snoop)
+    assert all("not found" in e or "no event" in e for e in errors), errors
+    assert found["results"] == [] and left["turns"] == []
+
+    async def check(client):
+        return await call(client, "inventory_get", name="key")
+
+    assert mcp(check, owner)["space"] == "vault"
+
+
+def test_mcp_needs_a_valid_token(server):
+    for headers in ({}, {"Authorization": "Bearer pps_wrong"}):
+        response = httpx.post(
+            f"{server.url}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers=headers,
+        )
+        assert response.status_code == 401
+        assert response.json()["problems"][0]["field"] == "Authorization"
+
+
+def test_health_tool(mcp):
+    async def script(client):
+        return await call(client, "pps_health")
+
+    assert mcp(script)["components"]["database"]["status"] == "ok"
