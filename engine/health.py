@@ -6,14 +6,11 @@ is the one part pps cannot work without; any other part being down degrades it.
 
 from __future__ import annotations
 
-from engine import graph
 from engine.runtime import Runtime
 
 
 def report(runtime: Runtime) -> dict:
     components = {"database": _database(runtime)}
-    components["graph"] = graph.graph_health(runtime.graph)
-    components["llm"] = graph.llm_health(runtime.settings, runtime.db)
     if components["database"]["status"] != "ok":
         overall = "down"
     elif all(c["status"] == "ok" for c in components.values()):
