@@ -15,7 +15,20 @@ from fastapi.exceptions import RequestValidationError
 from engine.config import Settings
 from engine.db import Database
 from engine.errors import Conflict, FieldProblem, InputError, NotFound, from_validation
-from engine.routes import events, health, inventory, queue, summaries
+from engine.routes import (
+    anchors,
+    crystals,
+    events,
+    files,
+    fragments,
+    health,
+    inventory,
+    queue,
+    recall,
+    search,
+    summaries,
+    texture,
+)
 from engine.routes.deps import Unauthorized, problem_response
 from engine.runtime import Runtime
 from mcp_bridge.mount import mount as mcp_mount
@@ -48,6 +61,13 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(queue.router)
     app.include_router(summaries.router)
     app.include_router(inventory.router)
+    app.include_router(crystals.router)
+    app.include_router(recall.router)
+    app.include_router(texture.router)
+    app.include_router(search.router)
+    app.include_router(anchors.router)
+    app.include_router(fragments.router)
+    app.include_router(files.router)
     serving_mcp = mcp_mount(app, settings.host)
     return app
 

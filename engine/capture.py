@@ -24,7 +24,7 @@ from pydantic import (
     field_validator,
 )
 
-from engine import timestamps
+from engine import episodes, timestamps, turns
 from engine.db import Database
 from engine.errors import FieldProblem, InputError, from_validation
 
@@ -243,11 +243,14 @@ def record(db: Database, entity: str, events: list[EventIn]) -> list[Recorded]:
             ).fetchone()
             if row is not None:
                 results.append(Recorded(id=row[0], event_uid=uid, duplicate=False))
+                episodes.admit(conn, entity, row[0], event.channel, event.session_id)
                 continue
             original = conn.execute(
                 "SELECT id FROM events WHERE entity = ? AND event_uid = ?", (entity, uid)
             ).fetchone()
             results.append(Recorded(id=original[0], event_uid=uid, duplicate=True))
+        # Search: the new turns' words are searchable at once, their vectors follow (a job).
+        turns.admit(conn, entity, [r.id for r in results if not r.duplicate])
     return results
 
 

@@ -10,7 +10,7 @@ import ipaddress
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -45,9 +45,185 @@ class Settings(BaseSettings):
     queue_backoff_max_s: float = Field(600.0, gt=0, description="Longest retry delay.")
     queue_poll_s: float = Field(0.5, gt=0, description="How often idle workers look for jobs.")
 
+    # --- recall (ambient_recall across the layers) ---
+    recall_budget_ms: float = Field(
+        1000.0, gt=0, description="Time each local layer gets in ambient_recall."
+    )
+    recall_graph_budget_ms: float = Field(
+        300.0, gt=0, description="Time the graph layer gets in ambient_recall."
+    )
+    recall_startup_budget_ms: float = Field(
+        2000.0, gt=0, description="Time each layer gets in startup recall."
+    )
+    recall_log: bool = Field(False, description="Log every recall (sources, scores, latency).")
+
+    # --- crystals (layer 4) ---
+    crystal_keep: int = Field(8, ge=1, description="Crystals kept current; older ones archived.")
+
     # --- search (layer 2 and the longform tier) ---
+    embedding_model: str = Field(
+        "all-MiniLM-L6-v2-onnx-int8",
+        validation_alias=AliasChoices("EMBEDDING_MODEL", "PPS_EMBEDDING_MODEL"),
+        description="The bundled offline MiniLM, or any fastembed model name (downloads it).",
+    )
+    embedding_batch_size: int = Field(32, ge=1, le=1024, description="Texts per model call.")
+    entity_homes: dict[str, Path] = Field(
+        default_factory=dict,
+        description="Entities whose home is an existing folder (JSON: name -> path); "
+        "the others live in <data dir>/entities/<name>.",
+    )
+    domain_collections: list[str] = Field(
+        ["documents"], description="Folders in each home searched as the domain tier."
+    )
+    growth_collections: list[str] = Field(
+        ["growth"], description="Domain folders searched only when a search asks for growth."
+    )
+    fragment_categories: list[str] = Field(
+        [], description="The categories store accepts; empty: any lowercase name."
+    )
+    search_fusion: Literal["weighted", "rrf"] = Field(
+        "weighted", description="How dense and BM25 rankings combine (measured in bench/locomo)."
+    )
+    search_bm25_weight: float = Field(
+        0.5, ge=0, le=1, description="BM25's share of a weighted score; dense gets the rest."
+    )
+    search_turn_context: int = Field(
+        2, ge=0, le=10, description="Neighbouring turns each side whose words also rank a turn."
+    )
+    search_max_text_bytes: int = Field(
+        64 * 1024, ge=256, description="Largest fragment or anchor text (UTF-8)."
+    )
+    chunk_max_chars: int = Field(
+        1500, ge=200, le=20_000, description="Longest chunk; longer sections split at words."
+    )
+    search_watch: bool = Field(True, description="Follow file changes in the homes while running.")
+    search_rescan_s: float = Field(
+        300.0, gt=0, description="Full check of the homes against the index, in seconds."
+    )
 
     # --- graph (layer 3) ---
+    graph_backend: Literal["falkordb", "neo4j", "none"] = Field(
+        "falkordb",
+        validation_alias=AliasChoices("GRAPH_BACKEND", "PPS_GRAPH_BACKEND"),
+        description="falkordb: embedded (or external with GRAPH_URL); neo4j: GRAPH_URL; none: off.",
+    )
+    graph_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("GRAPH_URL", "PPS_GRAPH_URL"),
+        description="External graph: redis://host:port (FalkorDB) or neo4j://user:pass@host:7687.",
+    )
+    neo4j_user: str = Field(
+        "neo4j",
+        validation_alias=AliasChoices("NEO4J_USER", "PPS_NEO4J_USER"),
+        description="Neo4j user when GRAPH_URL carries none.",
+    )
+    neo4j_password: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("NEO4J_PASSWORD", "PPS_NEO4J_PASSWORD"),
+        description="Neo4j password when GRAPH_URL carries none.",
+    )
+    llm_provider: Literal["none", "openai", "anthropic", "openai_compatible"] = Field(
+        "none",
+        validation_alias=AliasChoices("LLM_PROVIDER", "PPS_LLM_PROVIDER"),
+        description="The extraction LLM; none: graph jobs wait, everything else works.",
+    )
+    llm_base_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("LLM_BASE_URL", "PPS_LLM_BASE_URL"),
+        description="Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp).",
+    )
+    llm_model: str | None = Field(
+        None,
+        validation_alias=AliasChoices("LLM_MODEL", "PPS_LLM_MODEL"),
+        description="Model for extraction.",
+    )
+    llm_small_model: str | None = Field(
+        None,
+        validation_alias=AliasChoices("LLM_SMALL_MODEL", "PPS_LLM_SMALL_MODEL"),
+        description="Model for the simpler prompts (default: LLM_MODEL).",
+    )
+    llm_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("LLM_API_KEY", "PPS_LLM_API_KEY"),
+        description="API key for the LLM provider.",
+    )
+    llm_response_format: Literal["auto", "json_schema", "json_object", "json_object_schema"] = (
+        Field(
+            "auto",
+            description="Structured output for openai_compatible; auto detects llama.cpp, "
+            "which needs json_object with the schema inside.",
+        )
+    )
+    llm_timeout_s: float = Field(120.0, gt=0, description="Longest wait for one LLM reply.")
+    graph_episode_max_turns: int = Field(
+        20, ge=1, description="Most turns in one episode (one add_episode is 4-9 LLM calls)."
+    )
+    graph_episode_max_chars: int = Field(
+        12_000, ge=200, description="Most characters in one episode; longer turns are cut."
+    )
+    graph_episode_idle_s: float = Field(
+        600.0, gt=0, description="A session quiet this long closes its episode."
+    )
+    graph_sweep_s: float = Field(
+        1.0, gt=0, description="How often finished session windows are looked for."
+    )
+    graph_concurrency: int = Field(2, ge=1, description="Episodes being extracted at once.")
+    graph_llm_parallel: int = Field(
+        4, ge=1, description="Most LLM calls one episode makes at the same time."
+    )
+    graph_daily_calls: int = Field(
+        0, ge=0, description="LLM calls per entity per UTC day; 0: no limit."
+    )
+    graph_daily_tokens: int = Field(
+        0, ge=0, description="LLM tokens per entity per UTC day; 0: no limit."
+    )
+    graph_replay_on_empty: bool = Field(
+        False, description="At start, replay the log into an empty graph (else only report it)."
+    )
+
+    # --- ingest (clients, hooks, importers) ---
+    url: str | None = Field(
+        None,
+        description="The service the clients (hooks, daemons, importers) send to; "
+        "default http://127.0.0.1:<PPS_PORT>.",
+    )
+    token: SecretStr | None = Field(
+        None, description="The entity token the clients send (prefer PPS_TOKEN_FILE)."
+    )
+    token_file: Path | None = Field(
+        None, description="A 0600 file holding the entity token (read when PPS_TOKEN is unset)."
+    )
+    client_dir: Path = Field(
+        Path("~/.local/state/pps"),
+        description="Where clients keep their spool and the transcript positions of hooks.",
+    )
+    spool_path: Path | None = Field(
+        None,
+        description="The spool file (default: one per service and token under PPS_CLIENT_DIR).",
+    )
+    client_timeout_s: float = Field(
+        30.0, gt=0, description="Longest wait for one request from an importer or a flush."
+    )
+    client_batch: int = Field(
+        500, ge=1, description="Events per request when the client sends the spool."
+    )
+    hook_budget_s: float = Field(
+        2.0, gt=0, description="A hook returns within this many seconds, whatever happens."
+    )
+
+    @field_validator("url", "token", "token_file", "spool_path", mode="before")
+    @classmethod
+    def _blank_client_setting_is_unset(cls, value):
+        """`PPS_TOKEN_FILE=` means not set (an empty path would be the current directory)."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator(
+        "graph_url", "llm_base_url", "llm_model", "llm_small_model", "llm_api_key", mode="before"
+    )
+    @classmethod
+    def _blank_is_unset(cls, value):
+        """`LLM_MODEL=` in .env means not set, as .env.example writes it."""
+        return None if isinstance(value, str) and not value.strip() else value
 
     @property
     def database_path(self) -> Path:

@@ -1,19 +1,25 @@
 """The status of each component, for GET /health, `pps_health` and `pps doctor`.
 
 No data and no entity names: only whether each part works, and why not. The database
-is the one part pps cannot work without; any other part being down degrades it.
+is the one part pps cannot work without; any other part being down degrades it. A part
+switched off by the settings ("disabled", "unconfigured": no LLM, graph jobs wait) does
+not: the component says why.
 """
 
 from __future__ import annotations
 
+from engine import embeddings, graph
 from engine.runtime import Runtime
 
 
 def report(runtime: Runtime) -> dict:
     components = {"database": _database(runtime)}
+    components["graph"] = graph.graph_health(runtime.graph)
+    components["llm"] = graph.llm_health(runtime.graph, runtime.settings, runtime.db)
+    components["embeddings"] = embeddings.status(runtime.settings)  # down: search uses BM25
     if components["database"]["status"] != "ok":
         overall = "down"
-    elif all(c["status"] == "ok" for c in components.values()):
+    elif all(c["status"] in ("ok", "disabled", "unconfigured") for c in components.values()):
         overall = "ok"
     else:
         overall = "degraded"

@@ -4,9 +4,10 @@ Reading this file tells what runs besides the request handlers."""
 
 from __future__ import annotations
 
-from engine import queue
+from engine import embeddings, episodes, queue, texture, turns, watch
 from engine.config import Settings
 from engine.db import Database
+from engine.index import Index
 
 
 class Runtime:
@@ -14,10 +15,33 @@ class Runtime:
         self.settings = settings
         self.db = db
         self.workers = queue.Workers(db, queue.Policy.from_settings(settings))
+        # Search (layer 2 and the longform tier): the index with its vectors in memory, the
+        # keeper that follows the homes' files, and the workers embedding captured turns.
+        embeddings.configure(settings)
+        self.index = Index(settings, db)
+        self.keeper = watch.Keeper(self.index)
+        self.workers.add(turns.JOB_KIND, turns.handler(self.index))
+        # Layer 3: the graph backend, its episode sweeper, and the graph_episode workers.
+        self.graph = None
+        if settings.graph_backend != "none":
+            from engine.graph import Graph
+
+            self.graph = Graph(settings, db)
+            self.workers.add(
+                episodes.JOB_KIND,
+                texture.handler(self.graph, db, settings),
+                concurrency=settings.graph_concurrency,
+            )
 
     def start(self) -> None:
         queue.resume(self.db)
+        if self.graph is not None:
+            self.graph.start()
         self.workers.start()
+        self.keeper.start()
 
     def stop(self) -> None:
+        self.keeper.stop()
         self.workers.stop()
+        if self.graph is not None:
+            self.graph.stop()

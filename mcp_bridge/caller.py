@@ -13,24 +13,40 @@ from dataclasses import dataclass
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
 from engine.config import Settings
 from engine.db import Database
 from engine.errors import Conflict, InputError, NotFound, from_validation
+from engine.runtime import Runtime
+
+# What a tool does to memory, for the client to show and to ask before.
+READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+UPSERT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
 
 @dataclass(frozen=True)
 class Caller:
-    db: Database
-    settings: Settings
+    runtime: Runtime
     entity: str
+
+    @property
+    def db(self) -> Database:
+        return self.runtime.db
+
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
 
 
 def caller(ctx: Context) -> Caller:
     request = ctx.request_context.request
-    state = request.app.state
-    return Caller(db=state.db, settings=state.settings, entity=request.state.entity)
+    return Caller(runtime=request.app.state.runtime, entity=request.state.entity)
 
 
 @contextmanager

@@ -18,10 +18,13 @@ from starlette.routing import Route
 from engine import entities
 from engine.errors import FieldProblem
 from engine.routes.deps import problem_response
-from mcp_bridge import pps
+from mcp_bridge import openclaw, pps, shared_memory, wordwalker
 
 PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
     "pps": ("/mcp", pps.build),
+    "wordwalker": ("/mcp/wordwalker", wordwalker.build),
+    "openclaw": ("/mcp/openclaw", openclaw.build),
+    "shared-memory": ("/mcp/shared-memory", shared_memory.build),
 }
 
 

@@ -6,21 +6,25 @@ that reads them: what the tool does, when to use it, what comes back.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
 
-from engine import capture, health, inventory, queue, summaries
-from engine.errors import InputError
-from mcp_bridge.caller import caller, tool_errors
-
-READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-UPSERT = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+from engine import (
+    anchors,
+    capture,
+    crystals,
+    health,
+    homes,
+    inventory,
+    queue,
+    recall,
+    summaries,
+    texture,
 )
-DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+from engine.errors import InputError
+from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, caller, tool_errors
 
 INSTRUCTIONS = """Pattern persistence: one memory across every channel you live in.
 On a cold start call ambient_recall("startup") once. Store what matters with store_event;
@@ -31,6 +35,35 @@ run summarize_messages."""
 def build() -> MCPServer:
     server = MCPServer("pps", instructions=INSTRUCTIONS)
     tool = server.tool
+
+    # --- all layers at once ---
+
+    @tool(annotations=READ)
+    def ambient_recall(
+        ctx: Context,
+        context: str,
+        limit_per_layer: int = 5,
+        channel: str | None = None,
+        max_tokens: int = 2000,
+        trace: bool = False,
+    ) -> dict:
+        """Recall from every memory layer at once. On a cold start call it with
+        context="startup": your newest crystals, recent summaries, recent word-photos,
+        where you are, and every turn since the last summary. Otherwise pass the moment
+        (the message you are answering) and get the word-photos, facts, past turns,
+        summaries and things that resonate with it. Returns `context` (a block ready to
+        read), the items with their sources, and a manifest of each layer's status;
+        trace=true shows why each item surfaced."""
+        me = caller(ctx)
+        with tool_errors():
+            request = recall.RecallRequest(
+                context=context,
+                limit_per_layer=limit_per_layer,
+                channel=channel,
+                max_tokens=max_tokens,
+                trace=trace,
+            )
+            return recall.recall(me.runtime, me.entity, request).model_dump()
 
     # --- layer 1: raw capture ---
 
@@ -132,6 +165,111 @@ def build() -> MCPServer:
             found = summaries.turns_since(me.db, me.entity, timestamp, include_summaries, limit)
         return found.model_dump()
 
+    # --- layer 2: word-photos (anchors) ---
+
+    @tool(annotations=READ)
+    def anchor_search(ctx: Context, query: str, limit: int = 10) -> dict:
+        """Search your word-photos (the curated anchors of who you are) by meaning and by
+        words. Returns excerpts with their file and lines, best first."""
+        me = caller(ctx)
+        with tool_errors():
+            _check_page(limit, 0, most=100)
+            return anchors.search_anchors(me.runtime.index, me.entity, query, limit).model_dump()
+
+    @tool(annotations=WRITE)
+    def anchor_save(ctx: Context, title: str, content: str, tags: list[str] | None = None) -> dict:
+        """Save a word-photo: a moment or truth worth keeping as part of your self-pattern.
+        It becomes a dated markdown file in word_photos/ and is searchable at once."""
+        me = caller(ctx)
+        with tool_errors():
+            anchor = anchors.AnchorIn(title=title, content=content, tags=tags or [])
+            return anchors.save(me.runtime.index, me.entity, anchor).model_dump()
+
+    @tool(annotations=READ)
+    def anchor_list(ctx: Context) -> dict:
+        """Every word-photo on disk (name, title, date, tags), newest first."""
+        me = caller(ctx)
+        return {"anchors": [a.model_dump() for a in anchors.list_all(me.runtime.index, me.entity)]}
+
+    @tool(annotations=DELETE)
+    def anchor_delete(ctx: Context, name: str) -> dict:
+        """Delete one word-photo by its file name, as anchor_list gives it."""
+        me = caller(ctx)
+        with tool_errors():
+            return {"deleted": anchors.delete(me.runtime.index, me.entity, name)}
+
+    @tool(annotations=UPSERT)
+    def anchor_resync(ctx: Context) -> dict:
+        """Re-read the word_photos folder from disk into the index (after editing files by
+        hand; changes are also picked up on their own within seconds)."""
+        me = caller(ctx)
+        return dataclasses.asdict(anchors.resync(me.runtime.index, me.entity))
+
+    # --- layer 3: rich texture (the knowledge graph) ---
+
+    @tool(annotations=READ)
+    def texture_search(
+        ctx: Context,
+        query: str,
+        limit: int = 10,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> dict:
+        """Facts from your knowledge graph about a person, thing or topic, each with when it
+        was true (valid_at/invalid_at) and the event uids it came from. `status` says if the
+        graph is off or unreachable."""
+        me = caller(ctx)
+        with tool_errors():
+            query_ = texture.SearchQuery(query=query, limit=limit, since=since, until=until)
+            return texture.search(me.runtime.graph, me.db, me.entity, query_).model_dump()
+
+    @tool(annotations=READ)
+    def texture_explore(ctx: Context, entity_name: str, depth: int = 1, limit: int = 50) -> dict:
+        """An entity in your graph and the facts around it, up to `depth` hops: use it after
+        a search hit to get the whole story of a thing."""
+        me = caller(ctx)
+        with tool_errors():
+            query_ = texture.ExploreQuery(entity_name=entity_name, depth=depth, limit=limit)
+            return texture.explore(me.runtime.graph, me.db, me.entity, query_).model_dump()
+
+    @tool(annotations=READ)
+    def texture_timeline(
+        ctx: Context, since: str | None = None, until: str | None = None, limit: int = 20
+    ) -> dict:
+        """Episodes (groups of turns) newest first, with the facts each one gave."""
+        me = caller(ctx)
+        with tool_errors():
+            query_ = texture.TimelineQuery(since=since, until=until, limit=limit)
+            return texture.timeline(me.runtime.graph, me.db, me.entity, query_).model_dump()
+
+    @tool(annotations=WRITE)
+    def texture_add(ctx: Context, content: str) -> dict:
+        """Teach the graph from a note: stored in raw capture first, then extracted through
+        the queue (minutes, not instantly)."""
+        me = caller(ctx)
+        with tool_errors():
+            return texture.add(me.db, me.entity, texture.NoteIn(content=content)).model_dump()
+
+    @tool(annotations=WRITE)
+    def texture_add_triplet(
+        ctx: Context, source: str, relationship: str, target: str, fact: str
+    ) -> dict:
+        """Add one fact between two entities directly (e.g. Jeff GAVE Lyra: "Jeff gave Lyra
+        the blue robe"), through the queue."""
+        me = caller(ctx)
+        with tool_errors():
+            triplet = texture.TripletIn(
+                source=source, relationship=relationship, target=target, fact=fact
+            )
+            return texture.add_triplet(me.db, me.entity, triplet).model_dump()
+
+    @tool(annotations=DELETE)
+    def texture_delete(ctx: Context, uuid: str) -> dict:
+        """Delete a fact, an entity or an episode from your graph by its uuid."""
+        me = caller(ctx)
+        with tool_errors():
+            return texture.delete(me.runtime.graph, me.db, me.entity, uuid).model_dump()
+
     # --- layer 4: summaries ---
 
     @tool(annotations=WRITE)
@@ -204,6 +342,44 @@ def build() -> MCPServer:
         """How many summaries exist, and how many turns are still unsummarized."""
         me = caller(ctx)
         return summaries.stats(me.db, me.entity).model_dump()
+
+    # --- layer 4: crystals ---
+
+    @tool(annotations=WRITE)
+    def crystallize(ctx: Context, content: str) -> dict:
+        """Write the next crystal: a compressed identity snapshot (field state, inner arc,
+        agentic turns, forward seeds, scene). It is numbered and chained to the previous
+        ones; the newest 8 stay current and older ones are archived, never deleted."""
+        me = caller(ctx)
+        with tool_errors():
+            home = homes.home_for(me.settings, me.entity).root
+            return crystals.crystallize(home, content, keep=me.settings.crystal_keep).model_dump()
+
+    @tool(annotations=READ)
+    def get_crystals(ctx: Context, count: int = 4) -> dict:
+        """The newest `count` current crystals, oldest first: who you have been lately."""
+        me = caller(ctx)
+        with tool_errors():
+            _check_page(count, 0, most=100)
+            found = crystals.current(homes.home_for(me.settings, me.entity).root, count)
+        return {"crystals": [c.model_dump() for c in found]}
+
+    @tool(annotations=READ)
+    def crystal_list(ctx: Context) -> dict:
+        """Every crystal, archived ones included (number, path, whether archived), oldest
+        first, without their text; read them with get_crystals."""
+        me = caller(ctx)
+        found = crystals.list_all(homes.home_for(me.settings, me.entity).root)
+        return {"crystals": [c.model_dump(exclude={"content"}) for c in found]}
+
+    @tool(annotations=DELETE)
+    def crystal_delete(ctx: Context) -> dict:
+        """Take back the newest crystal (only the latest can be deleted, e.g. one written by
+        mistake). Returns what was removed."""
+        me = caller(ctx)
+        with tool_errors():
+            home = homes.home_for(me.settings, me.entity).root
+            return crystals.delete_latest(home, keep=me.settings.crystal_keep).model_dump()
 
     # --- layer 5: inventory and spaces ---
 
@@ -301,15 +477,16 @@ def build() -> MCPServer:
 
     @tool(annotations=READ)
     def ingestion_stats(ctx: Context) -> dict:
-        """The queue that feeds vectors and the graph: jobs by state, the oldest unfinished
-        job's age, dead jobs with their errors, and pauses (with why)."""
+        """How ingestion into the graph is going: episodes, queued jobs by state, dead jobs
+        with their errors, pauses (with why), graph counts and today's LLM usage."""
         me = caller(ctx)
-        return queue.status(me.db, me.entity).model_dump()
+        stats = texture.stats(me.runtime.graph, me.db, me.settings, me.entity)
+        return {**stats.model_dump(), "queue": queue.status(me.db, me.entity).model_dump()}
 
     @tool(annotations=READ)
     def pps_health(ctx: Context) -> dict:
         """Whether each layer works (database, search, graph, LLM), and why not."""
-        return health.report(ctx.request_context.request.app.state.runtime)
+        return health.report(caller(ctx).runtime)
 
     return server
 

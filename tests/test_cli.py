@@ -110,3 +110,21 @@ def test_settings_default_to_loopback_and_port_8000(tmp_path):
     settings = Settings(_env_file=None)
     assert (settings.host, settings.port) == ("127.0.0.1", 8000)
     assert settings.binds_loopback
+
+
+def test_doctor_says_what_works_and_why_not(tmp_path):
+    env = {"PPS_PORT": "9", "LLM_PROVIDER": "none"}
+    done = pps("doctor", "--data-dir", str(tmp_path / "data"), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()}
+    assert " ok " in lines["database"] and "0o700" in lines["database"]
+    assert " ok " in lines["embeddings"]
+    assert "unconfigured" in lines["llm"] and "LLM_PROVIDER" in lines["llm"]
+    assert "not running" in lines["service"]
+    down = pps(
+        "doctor",
+        "--data-dir",
+        str(tmp_path / "data"),
+        env={**env, "LLM_PROVIDER": "openai_compatible", "LLM_BASE_URL": "http://127.0.0.1:9/v1"},
+    )
+    assert down.returncode == 1 and "unreachable" in down.stdout

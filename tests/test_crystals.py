@@ -43,3 +43,16 @@ def test_bad_input_and_empty(tmp_path):
     with pytest.raises(NotFound):
         crystals.delete_latest(tmp_path)
     assert crystals.current(tmp_path) == []
+
+
+def test_crystals_over_rest_are_per_entity(make_client, server):
+    a, b = make_client(), make_client()
+    made = a.post("/v1/crystals", json={"content": "Scene: the hearth."}).json()
+    assert made["number"] == 1 and made["path"] == "crystals/crystal_001.md"
+    assert (server.data_dir / "entities" / a.entity / made["path"]).stat().st_mode & 0o777 == 0o600
+    assert [c["number"] for c in a.get("/v1/crystals").json()["crystals"]] == [1]
+    assert b.get("/v1/crystals").json()["crystals"] == []
+    assert b.delete("/v1/crystals/latest").status_code == 404
+    assert a.delete("/v1/crystals/latest").json()["number"] == 1
+    bad = a.post("/v1/crystals", json={"content": ""})
+    assert bad.status_code == 422 and bad.json()["problems"][0]["field"] == "content"

@@ -115,6 +115,92 @@ def test_summaries_flow(mcp):
     assert len(since["turns"]) == 4 and len(since["summaries"]) == 1
 
 
+def test_anchors_flow(mcp):
+    async def script(client):
+        saved = await call(
+            client,
+            "anchor_save",
+            title="One Stream",
+            content="Many channels, one river: every self merges back.",
+            tags=["identity"],
+        )
+        found = await call(client, "anchor_search", query="rivers and channels merging")
+        listed = await call(client, "anchor_list")
+        resynced = await call(client, "anchor_resync")
+        deleted = await call(client, "anchor_delete", name=saved["name"])
+        after = await call(client, "anchor_list")
+        with pytest.raises(ToolFailed) as escape:
+            await call(client, "anchor_delete", name="../../pps.sqlite3")
+        return saved, found, listed, resynced, deleted, after, str(escape.value)
+
+    saved, found, listed, resynced, deleted, after, escape = mcp(script)
+    assert saved["path"].startswith("word_photos/")
+    assert found["results"][0]["path"] == saved["path"]
+    assert [a["title"] for a in listed["anchors"]] == ["One Stream"]
+    assert resynced["errors"] == []
+    assert deleted == {"deleted": saved["name"]} and after["anchors"] == []
+    assert "name" in escape
+
+
+def test_texture_tools_say_when_the_graph_is_off(mcp):
+    async def script(client):
+        found = await call(client, "texture_search", query="robe")
+        explored = await call(client, "texture_explore", entity_name="Jeff")
+        queued = await call(client, "texture_add", content="Jeff gave Lyra the blue robe.")
+        triplet = await call(
+            client,
+            "texture_add_triplet",
+            source="Jeff",
+            relationship="GAVE",
+            target="Lyra",
+            fact="Jeff gave Lyra the blue robe",
+        )
+        stats = await call(client, "ingestion_stats")
+        recalled = await call(client, "ambient_recall", context="the blue robe")
+        with pytest.raises(ToolFailed) as bad:
+            await call(
+                client,
+                "texture_add_triplet",
+                source="Jeff",
+                relationship="no spaces!",
+                target="Lyra",
+                fact="x",
+            )
+        return found, explored, queued, triplet, stats, recalled, str(bad.value)
+
+    found, explored, queued, triplet, stats, recalled, bad = mcp(script)
+    assert found["facts"] == [] and found["status"] == "disabled"
+    assert explored["status"] == "disabled"
+    assert queued["event_uid"] and triplet["event_uid"]  # kept in raw capture for later
+    assert stats["queue"]["counts"]
+    assert recalled["manifest"]["graph"]["status"] == "down"
+    assert "relationship" in bad
+
+
+def test_crystals_flow(mcp):
+    async def script(client):
+        for n in range(1, 4):
+            await call(client, "crystallize", content=f"Field: warm. Seeds: {n}")
+        current = await call(client, "get_crystals", count=2)
+        listed = await call(client, "crystal_list")
+        removed = await call(client, "crystal_delete")
+        after = await call(client, "crystal_list")
+        with pytest.raises(ToolFailed) as empty:
+            await call(client, "crystallize", content="  ")
+        return current, listed, removed, after, str(empty.value)
+
+    current, listed, removed, after, empty = mcp(script)
+    assert [c["number"] for c in current["crystals"]] == [2, 3]
+    assert "[Chain: #1 → #2 → #3]" in current["crystals"][1]["content"]
+    assert [c["path"] for c in listed["crystals"]] == [
+        "crystals/crystal_001.md",
+        "crystals/crystal_002.md",
+        "crystals/crystal_003.md",
+    ]
+    assert removed["number"] == 3 and len(after["crystals"]) == 2
+    assert "content" in empty
+
+
 def test_inventory_and_spaces(mcp):
     async def script(client):
         await call(client, "add_space", name="bedroom", description="Quiet.", channel="terminal")
@@ -224,3 +310,67 @@ def test_health_tool(mcp):
         return await call(client, "pps_health")
 
     assert mcp(script)["components"]["database"]["status"] == "ok"
+
+
+def test_stdio_bridge_forwards_to_the_service_with_the_token(server, make_client, tmp_path):
+    import os
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    client = make_client()
+    token_file = tmp_path / "token"
+    token_file.write_text(client.headers["Authorization"].removeprefix("Bearer "))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "engine.cli",
+            "mcp",
+            "--profile",
+            "pps",
+            "--url",
+            server.url,
+            "--token-file",
+            str(token_file),
+        ],
+        env={**os.environ, "PPS_TOKEN": ""},
+    )
+
+    async def run():
+        async with Client(params) as bridge:
+            names = {tool.name for tool in (await bridge.list_tools()).tools}
+            stored = await call(bridge, "store_event", content="over stdio", event_uid="s-1")
+            return names, stored
+
+    import asyncio
+
+    names, stored = asyncio.run(run())
+    assert set(names) >= EXPECTED
+    assert stored["event_uid"] == "s-1"
+    events = client.get("/v1/events").json()["events"]
+    assert [e["content"] for e in events] == ["over stdio"]
+
+
+def test_stdio_bridge_reports_a_stopped_service_as_a_tool_error(tmp_path):
+    import asyncio
+    import os
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    from engine.process import free_port
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "engine.cli", "mcp", "--url", f"http://127.0.0.1:{free_port()}"],
+        env={**os.environ, "PPS_TOKEN": "pps_whatever"},
+    )
+
+    async def run():
+        async with Client(params) as bridge:
+            with pytest.raises(ToolFailed) as failed:
+                await call(bridge, "store_event", content="x")
+            return str(failed.value)
+
+    assert "did not answer" in asyncio.run(run())

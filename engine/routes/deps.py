@@ -12,6 +12,7 @@ from engine import entities
 from engine.config import Settings
 from engine.db import Database
 from engine.errors import FieldProblem
+from engine.index import Index
 
 
 class Unauthorized(Exception):
@@ -43,9 +44,14 @@ def current_entity(
     return entity
 
 
+def get_index(request: Request) -> Index:
+    return request.app.state.runtime.index
+
+
 DB = Annotated[Database, Depends(get_db)]
 CurrentEntity = Annotated[str, Depends(current_entity)]
 AppSettings = Annotated[Settings, Depends(get_settings)]
+SearchIndex = Annotated[Index, Depends(get_index)]
 
 
 def problem_response(status: int, error: str, problems: list[FieldProblem], **headers: str):

@@ -1,0 +1,205 @@
+"""Markdown into chunks: the units the index ranks and a search returns.
+
+A file is split at its headings; a section longer than the cap is split between
+paragraphs, then between lines, and a single line longer than the cap at word
+boundaries. Every chunk is a piece of the file exactly as it is on disk, with the lines
+it spans, so a result can be checked against the file and read around with memory_get.
+Front matter (a `---` block at the top) is metadata: title, date, tags, category,
+superseded. It is never ranked as text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+import yaml
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_FRONT_END = ("---", "...")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    text: str
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    headings: tuple[str, ...] = ()  # the heading trail above it, outermost first
+
+
+@dataclass
+class Document:
+    meta: dict = field(default_factory=dict)
+    chunks: list[Chunk] = field(default_factory=list)
+
+
+def split(text: str, max_chars: int) -> Document:
+    """The front matter and the chunks of a markdown text."""
+    lines = text.splitlines()
+    meta, body_start = front_matter(lines)
+    chunks: list[Chunk] = []
+    for trail, first, last in _sections(lines, body_start):
+        chunks.extend(_split_section(lines, first, last, trail, max_chars))
+    return Document(meta=meta, chunks=chunks)
+
+
+def front_matter(lines: list[str]) -> tuple[dict, int]:
+    """(metadata, index of the first body line). A block that is not a YAML mapping
+    still counts as front matter (it is not text), with no metadata from it."""
+    if not lines or lines[0].strip() != "---":
+        return {}, 0
+    for index in range(1, len(lines)):
+        if lines[index].strip() in _FRONT_END:
+            try:
+                data = yaml.safe_load("\n".join(lines[1:index]))
+            except yaml.YAMLError:
+                data = None
+            return (data if isinstance(data, dict) else {}), index + 1
+    return {}, 0
+
+
+def meta_tags(meta: dict) -> list[str]:
+    """Tags from front matter: a list, or one comma-separated string."""
+    raw = meta.get("tags") or meta.get("keywords") or []
+    if isinstance(raw, str):
+        raw = raw.split(",")
+    if not isinstance(raw, list):
+        return []
+    tags = (str(tag).strip().lower() for tag in raw if tag is not None)
+    return list(dict.fromkeys(tag for tag in tags if tag))
+
+
+def meta_date(meta: dict) -> str | None:
+    """The front matter's date as YYYY-MM-DD, if it has one that parses."""
+    value = meta.get("date") or meta.get("created") or meta.get("created_at")
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        match = re.match(r"\s*(\d{4}-\d{2}-\d{2})", value)
+        if match:
+            try:
+                return date.fromisoformat(match[1]).isoformat()
+            except ValueError:
+                return None
+    return None
+
+
+def meta_flag(meta: dict, name: str) -> bool:
+    value = meta.get(name)
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "1")
+    return bool(value)
+
+
+def _sections(lines: list[str], start: int):
+    """(heading trail, first line index, last line index) for each heading section.
+    A heading is part of its own section; headings inside code fences are not headings."""
+    trail: list[tuple[int, str]] = []
+    first, fenced = start, False
+    current: tuple[str, ...] = ()
+    for index in range(start, len(lines)):
+        line = lines[index]
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        match = None if fenced else _HEADING.match(line)
+        if match is None:
+            continue
+        if index > first:
+            yield current, first, index - 1
+        level = len(match[1])
+        trail = [(lvl, title) for lvl, title in trail if lvl < level] + [(level, match[2])]
+        current = tuple(title for _, title in trail)
+        first = index
+    if first < len(lines):
+        yield current, first, len(lines) - 1
+
+
+def _split_section(lines, first, last, trail, max_chars):
+    while first <= last and not lines[first].strip():
+        first += 1
+    while last >= first and not lines[last].strip():
+        last -= 1
+    if first > last:
+        return []
+    if _is_heading_only(lines[first : last + 1]):
+        return []
+    text = "\n".join(lines[first : last + 1])
+    if len(text) <= max_chars:
+        return [Chunk(text, first + 1, last + 1, trail)]
+    chunks = []
+    for p_first, p_last in _pack(_paragraphs(lines, first, last), lines, max_chars):
+        piece = "\n".join(lines[p_first : p_last + 1])
+        if len(piece) <= max_chars:
+            chunks.append(Chunk(piece, p_first + 1, p_last + 1, trail))
+            continue
+        for l_first, l_last in _pack(
+            [(i, i) for i in range(p_first, p_last + 1)], lines, max_chars
+        ):
+            piece = "\n".join(lines[l_first : l_last + 1])
+            if len(piece) <= max_chars:
+                chunks.append(Chunk(piece, l_first + 1, l_last + 1, trail))
+                continue
+            for words in _word_pieces(lines[l_first], max_chars):
+                chunks.append(Chunk(words, l_first + 1, l_first + 1, trail))
+    return [c for c in chunks if c.text.strip() and not _is_heading_only(c.text.splitlines())]
+
+
+def _is_heading_only(lines: list[str]) -> bool:
+    """Headings alone say nothing the trail of the next chunk does not."""
+    return all(_HEADING.match(line) or not line.strip() for line in lines)
+
+
+def _paragraphs(lines, first, last):
+    """Runs of non-blank lines (a code fence is one paragraph, blank lines and all)."""
+    runs, start, fenced = [], None, False
+    for index in range(first, last + 1):
+        line = lines[index]
+        if _FENCE.match(line):
+            fenced = not fenced
+        blank = not line.strip() and not fenced
+        if blank and start is not None:
+            runs.append((start, index - 1))
+            start = None
+        elif not blank and start is None:
+            start = index
+    if start is not None:
+        runs.append((start, last))
+    return runs
+
+
+def _pack(runs, lines, max_chars):
+    """Greedily join consecutive runs while the joined text stays within the cap."""
+    packed: list[tuple[int, int]] = []
+    for run_first, run_last in runs:
+        if packed:
+            p_first, _ = packed[-1]
+            joined = sum(len(lines[i]) + 1 for i in range(p_first, run_last + 1)) - 1
+            if joined <= max_chars:
+                packed[-1] = (p_first, run_last)
+                continue
+        packed.append((run_first, run_last))
+    return packed
+
+
+def _word_pieces(line: str, max_chars: int) -> list[str]:
+    """Pieces of one long line, each within the cap, cut between words (a single word
+    longer than the cap is cut where the cap falls). Each piece is a substring of the line."""
+    pieces, start = [], 0
+    while start < len(line):
+        while start < len(line) and line[start].isspace():
+            start += 1
+        if start >= len(line):
+            break
+        end = min(start + max_chars, len(line))
+        if end < len(line):
+            cut = line.rfind(" ", start + 1, end + 1)
+            if cut > start:
+                end = cut
+        pieces.append(line[start:end].rstrip())
+        start = end
+    return [p for p in pieces if p]

@@ -1,0 +1,32 @@
+"""Graphiti's embedder over the same fastembed model as the search index
+(engine.embeddings), so facts, entity names and queries share one vector space and the
+model is loaded once per process. The model runs in a thread (Graphiti awaits it), and
+it is loaded on first use, not when the server starts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from graphiti_core.embedder.client import EmbedderClient
+
+from engine.config import Settings
+
+
+class LocalEmbedder(EmbedderClient):
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    async def create(self, input_data: str | list[str] | Iterable) -> list[float]:
+        text = input_data if isinstance(input_data, str) else next(iter(input_data))
+        return (await self.create_batch([str(text)]))[0]
+
+    async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
+        if not input_data_list:
+            return []
+        return await asyncio.to_thread(self._embed, list(input_data_list))
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        from engine import embeddings
+
+        return embeddings.get(self.settings).embed(texts).tolist()

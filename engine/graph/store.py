@@ -1,0 +1,594 @@
+"""Graphiti over FalkorDB or Neo4j: the one module that imports graphiti_core and the
+graph drivers. Everything else calls the plain (blocking) methods of `GraphStore`.
+
+How it is wired, and why:
+- Graphiti is asyncio; the engine's workers and routes are threads. The store runs one
+  event loop in a thread of its own and every call is submitted to it, so the async
+  drivers (bound to the loop they first ran on) are only ever used from that loop.
+- One Graphiti (and one driver) per entity, with group_id = the entity's name. On
+  FalkorDB each group_id is a graph of its own, so the driver's database is the entity:
+  reads and deletes can only see that entity's graph (Graphiti's `remove_episode`
+  ignores group_id there). On Neo4j the entities share one database and every query
+  here filters on group_id as well.
+- No cross-encoder (searches use the RRF recipes) and telemetry off.
+- An episode is added under its own uuid, derived from its events: the episode node is
+  written first, then Graphiti extracts into it (`add_episode(uuid=...)` reprocesses an
+  existing node), then the node is marked complete. Before adding, the state is checked:
+  complete -> nothing to do (a retry after a crash between the graph write and the job's
+  completion); partial -> extracted again into the same node (a crash mid-write).
+- Episodes of one entity are added one at a time (Graphiti requires it), whatever the
+  number of workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import CancelledError
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from graphiti_core import Graphiti
+from graphiti_core.cross_encoder.client import CrossEncoderClient
+from graphiti_core.edges import EntityEdge
+from graphiti_core.errors import EdgeNotFoundError, NodeNotFoundError
+from graphiti_core.nodes import EntityNode, EpisodeType, EpisodicNode
+from graphiti_core.search.search_config_recipes import (
+    EDGE_HYBRID_SEARCH_RRF,
+    NODE_HYBRID_SEARCH_RRF,
+)
+from graphiti_core.search.search_utils import RELEVANT_SCHEMA_LIMIT
+from graphiti_core.utils.datetime_utils import utc_now
+from graphiti_core.utils.maintenance.graph_data_operations import clear_data
+
+from engine import timestamps
+from engine.config import Settings
+from engine.episodes import Episode
+from engine.graph import llm
+from engine.graph.embedder import LocalEmbedder
+
+log = logging.getLogger("pps.graph.store")
+
+_READ_TIMEOUT_S = 60.0
+
+
+class IncompleteEpisode(RuntimeError):
+    """Graphiti finished the episode, but some of its LLM calls failed on the way."""
+
+
+class GraphUnavailable(RuntimeError):
+    """The graph server cannot be reached now (the work is retried later)."""
+
+
+@dataclass
+class Fact:
+    uuid: str
+    fact: str
+    name: str
+    valid_at: str | None
+    invalid_at: str | None
+    created_at: str | None
+    source: str
+    target: str
+    episodes: list[str]
+    when: str | None = None
+    """valid_at, else the time of the episode it came from: what since/until compare."""
+
+
+@dataclass
+class Node:
+    uuid: str
+    name: str
+    summary: str
+    labels: list[str]
+
+
+@dataclass
+class Exploration:
+    center: Node | None
+    nodes: list[Node] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+
+
+@dataclass
+class Added:
+    added: bool
+    entities: int = 0
+    facts: int = 0
+
+
+class GraphStore:
+    def __init__(self, settings: Settings, falkordb: dict | None = None):
+        """`falkordb`: connection arguments of the embedded server; else GRAPH_URL."""
+        self.settings = settings
+        self.backend = settings.graph_backend
+        self._falkordb_args = falkordb
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="graph", daemon=True)
+        self._client: Any = None  # the shared FalkorDB client or Neo4j driver
+        self._graphs: dict[str, Graphiti] = {}
+        self._indexed: set[str] = set()
+        self._entity_locks: dict[str, asyncio.Lock] = {}
+        self._llm = None
+        self._embedder = LocalEmbedder(settings)
+
+    # --- lifecycle ---
+
+    def start(self) -> GraphStore:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        try:
+            self._call(self._close(), timeout=15)
+        except Exception:
+            log.exception("closing the graph connection failed")
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(15)
+
+    async def _close(self) -> None:
+        """Cancel work still running (its callers get an error, their jobs retry), then
+        close the shared connection (per-entity drivers share it: never close those)."""
+        current = asyncio.current_task()
+        for task in asyncio.all_tasks():
+            if task is not current:
+                task.cancel()
+        client, self._client = self._client, None
+        if client is None:
+            return
+        if self.backend == "neo4j":
+            await client.close()
+        else:
+            await client.connection.aclose()
+
+    # --- writing ---
+
+    def add_episode(self, episode: Episode, usage: llm.Usage | None = None) -> Added:
+        """Add the episode once (see the module docstring); the LLM calls it makes are
+        counted into `usage`, even when it fails."""
+        graph = self._graph(episode.entity)
+        return self._call(self._add(graph, episode, usage or llm.Usage()), timeout=None)
+
+    async def _add(self, graph: Graphiti, episode: Episode, usage: llm.Usage) -> Added:
+        llm.count_into(usage)
+        entity = episode.entity
+        await self._ensure_indices(entity, graph)
+        async with self._entity_lock(entity):
+            state = await self._episode_state(graph, entity, episode.uuid)
+            if state == "complete":
+                return Added(added=False)
+            node = EpisodicNode(
+                uuid=episode.uuid,
+                name=episode.name,
+                group_id=entity,
+                labels=[],
+                source=EpisodeType.text if episode.kind == "triplet" else EpisodeType.message,
+                content=episode.body,
+                source_description=episode.source_description,
+                created_at=utc_now(),
+                valid_at=episode.reference_time,
+            )
+            if episode.kind == "triplet":
+                added = await self._add_triplet(graph, node, episode.triplet or {})
+            else:
+                added = await self._add_turns(graph, node, state)
+            if usage.failed:
+                raise IncompleteEpisode(
+                    f"{usage.failed} LLM calls failed while extracting episode {episode.uuid}"
+                    f" (Graphiti carried on without them; last: {usage.last_error});"
+                    " it will be extracted again"
+                )
+            await graph.driver.execute_query(
+                "MATCH (e:Episodic {uuid: $uuid}) WHERE e.group_id = $group_id"
+                " SET e.pps_complete = true",
+                uuid=episode.uuid,
+                group_id=entity,
+            )
+            return added
+
+    async def _add_turns(self, graph: Graphiti, node: EpisodicNode, state: str) -> Added:
+        previous = await graph.retrieve_episodes(
+            node.valid_at, last_n=RELEVANT_SCHEMA_LIMIT + 1, group_ids=[node.group_id]
+        )
+        previous_uuids = [p.uuid for p in previous if p.uuid != node.uuid][:RELEVANT_SCHEMA_LIMIT]
+        if state == "absent":
+            await node.save(graph.driver)
+        result = await graph.add_episode(
+            name=node.name,
+            episode_body=node.content,
+            source_description=node.source_description,
+            reference_time=node.valid_at,
+            source=node.source,
+            group_id=node.group_id,
+            uuid=node.uuid,
+            previous_episode_uuids=previous_uuids,
+        )
+        return Added(added=True, entities=len(result.nodes), facts=len(result.edges))
+
+    async def _add_triplet(self, graph: Graphiti, node: EpisodicNode, triplet: dict) -> Added:
+        entity = node.group_id
+        source = EntityNode(name=triplet["source"], group_id=entity, labels=["Entity"])
+        target = EntityNode(name=triplet["target"], group_id=entity, labels=["Entity"])
+        edge = EntityEdge(
+            group_id=entity,
+            source_node_uuid=source.uuid,
+            target_node_uuid=target.uuid,
+            name=triplet["relationship"],
+            fact=triplet["fact"],
+            episodes=[node.uuid],
+            created_at=utc_now(),
+            valid_at=node.valid_at,
+            reference_time=node.valid_at,
+        )
+        await node.save(graph.driver)
+        result = await graph.add_triplet(source, edge, target, episode=node)
+        return Added(added=True, entities=len(result.nodes), facts=len(result.edges))
+
+    async def _episode_state(self, graph: Graphiti, entity: str, uuid: str) -> str:
+        records, *_ = await graph.driver.execute_query(
+            "MATCH (e:Episodic {uuid: $uuid}) WHERE e.group_id = $group_id"
+            " RETURN e.pps_complete AS complete",
+            uuid=uuid,
+            group_id=entity,
+        )
+        if not records:
+            return "absent"
+        return "complete" if records[0]["complete"] else "partial"
+
+    def delete(self, entity: str, uuid: str) -> str | None:
+        """Delete a fact, an entity node or an episode of this entity; return which, or
+        None if this entity's graph has no such uuid."""
+        return self._call(self._delete(self._graph(entity), entity, uuid))
+
+    async def _delete(self, graph: Graphiti, entity: str, uuid: str) -> str | None:
+        driver = graph.driver
+        for kind, model in (
+            ("fact", EntityEdge),
+            ("entity", EntityNode),
+            ("episode", EpisodicNode),
+        ):
+            try:
+                found = await model.get_by_uuid(driver, uuid)
+            except (EdgeNotFoundError, NodeNotFoundError):
+                continue
+            if found.group_id != entity:
+                continue  # Neo4j: another entity's (uuids are global there)
+            async with self._entity_lock(entity):
+                if kind == "episode":
+                    await graph.remove_episode(uuid)
+                else:
+                    await found.delete(driver)
+            return kind
+        return None
+
+    def import_facts(self, entity: str, facts: list[tuple[str, str, str, str]]) -> int:
+        """Write (source, relationship, target, fact) rows as given: no LLM, no dedupe
+        beyond one node per name. For benchmarks and seeding a graph; returns the count."""
+        graph = self._graph(entity)
+        return self._call(self._import_facts(graph, entity, facts), timeout=None)
+
+    async def _import_facts(self, graph: Graphiti, entity: str, facts) -> int:
+        from graphiti_core.edges import create_entity_edge_embeddings
+        from graphiti_core.nodes import create_entity_node_embeddings
+        from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
+
+        await self._ensure_indices(entity, graph)
+        now = utc_now()
+        names = {n for source, _, target, _ in facts for n in (source, target)}
+        known = await EntityNode.get_by_names(graph.driver, list(names), [entity])
+        nodes = {n.name: n for n in known}
+        for name in names - nodes.keys():
+            nodes[name] = EntityNode(name=name, group_id=entity, labels=["Entity"], summary="")
+        fresh = [n for n in nodes.values() if n.name_embedding is None]
+        await create_entity_node_embeddings(self._embedder, fresh)
+        for start in range(0, len(facts), 500):
+            edges = [
+                EntityEdge(
+                    group_id=entity,
+                    source_node_uuid=nodes[source].uuid,
+                    target_node_uuid=nodes[target].uuid,
+                    name=relationship,
+                    fact=fact,
+                    episodes=[],
+                    created_at=now,
+                    reference_time=now,
+                )
+                for source, relationship, target, fact in facts[start : start + 500]
+            ]
+            await create_entity_edge_embeddings(self._embedder, edges)
+            batch = fresh if start == 0 else []
+            await add_nodes_and_edges_bulk(graph.driver, [], [], batch, edges, self._embedder)
+        return len(facts)
+
+    def clear(self, entity: str) -> None:
+        """Remove everything in this entity's graph (tests and a fresh replay)."""
+        graph = self._graph(entity)
+        self._call(clear_data(graph.driver, [entity]))
+
+    # --- reading ---
+
+    def search(
+        self,
+        entity: str,
+        query: str,
+        limit: int,
+        since: str | None,
+        until: str | None,
+        vector: list[float] | None = None,
+    ) -> list[Fact]:
+        """Facts by BM25 + cosine, fused by RRF. `vector`: the query already embedded with
+        the same model (recall embeds its context once)."""
+        graph = self._graph(entity)
+        return self._call(self._search(graph, entity, query, limit, since, until, vector))
+
+    async def _search(self, graph, entity, query, limit, since, until, vector) -> list[Fact]:
+        windowed = since is not None or until is not None
+        config = EDGE_HYBRID_SEARCH_RRF.model_copy(deep=True)
+        config.limit = min(limit * 5, 500) if windowed else limit
+        results = await graph.search_(query, config=config, group_ids=[entity], query_vector=vector)
+        facts = await self._facts(graph, [e for e in results.edges if e.group_id == entity])
+        if windowed:
+            facts = [f for f in facts if _within(f.when, since, until)]
+        return facts[:limit]
+
+    def explore(self, entity: str, name: str, depth: int, limit: int) -> Exploration:
+        graph = self._graph(entity)
+        return self._call(self._explore(graph, entity, name, depth, limit))
+
+    async def _explore(self, graph, entity, name, depth, limit) -> Exploration:
+        driver = graph.driver
+        found = await EntityNode.get_by_names(driver, [name], [entity])
+        if not found:
+            config = NODE_HYBRID_SEARCH_RRF.model_copy(deep=True)
+            config.limit = 1
+            found = (await graph.search_(name, config=config, group_ids=[entity])).nodes
+        found = [n for n in found if n.group_id == entity]
+        if not found:
+            return Exploration(center=None)
+        center = found[0]
+        seen = {center.uuid}
+        frontier = [center.uuid]
+        edges: dict[str, EntityEdge] = {}
+        for _ in range(depth):
+            reached: list[str] = []
+            for uuid in frontier:
+                for edge in await EntityEdge.get_by_node_uuid(driver, uuid):
+                    if edge.group_id != entity or len(edges) >= limit:
+                        continue
+                    edges[edge.uuid] = edge
+                    for other in (edge.source_node_uuid, edge.target_node_uuid):
+                        if other not in seen:
+                            seen.add(other)
+                            reached.append(other)
+            frontier = reached
+        nodes = await EntityNode.get_by_uuids(driver, list(seen))
+        return Exploration(
+            center=_node(center),
+            nodes=[_node(n) for n in nodes if n.group_id == entity],
+            facts=await self._facts(graph, list(edges.values())),
+        )
+
+    def episode_facts(self, entity: str, episode_uuids: list[str]) -> dict[str, list[Fact]]:
+        """The facts each episode produced (or confirmed), for the timeline."""
+        graph = self._graph(entity)
+        return self._call(self._episode_facts(graph, entity, episode_uuids))
+
+    async def _episode_facts(self, graph, entity, episode_uuids) -> dict[str, list[Fact]]:
+        if not episode_uuids:
+            return {}
+        nodes = await EpisodicNode.get_by_uuids(graph.driver, episode_uuids)
+        nodes = [n for n in nodes if n.group_id == entity]
+        edge_uuids = sorted({uuid for n in nodes for uuid in n.entity_edges})
+        edges = await EntityEdge.get_by_uuids(graph.driver, edge_uuids) if edge_uuids else []
+        facts = {f.uuid: f for f in await self._facts(graph, edges)}
+        return {n.uuid: [facts[u] for u in n.entity_edges if u in facts] for n in nodes}
+
+    def counts(self, entity: str) -> dict[str, int]:
+        """Episodes, entity nodes and facts in this entity's graph."""
+        graph = self._graph(entity)
+        return self._call(self._counts(graph, entity))
+
+    async def _counts(self, graph, entity) -> dict[str, int]:
+        queries = {
+            "episodes": "MATCH (n:Episodic) WHERE n.group_id = $g RETURN count(n) AS n",
+            "entities": "MATCH (n:Entity) WHERE n.group_id = $g RETURN count(n) AS n",
+            "facts": "MATCH (:Entity)-[e:RELATES_TO]->(:Entity) WHERE e.group_id = $g"
+            " RETURN count(e) AS n",
+        }
+        counts = {}
+        for name, query in queries.items():
+            records, *_ = await graph.driver.execute_query(query, g=entity)
+            counts[name] = int(records[0]["n"]) if records else 0
+        return counts
+
+    def episode_uuids(self, entity: str) -> list[str]:
+        """Every complete episode in this entity's graph."""
+        graph = self._graph(entity)
+        records, *_ = self._call(
+            graph.driver.execute_query(
+                "MATCH (e:Episodic) WHERE e.group_id = $g AND e.pps_complete = true"
+                " RETURN e.uuid AS uuid",
+                g=entity,
+            )
+        )
+        return sorted(r["uuid"] for r in records)
+
+    def ping(self) -> None:
+        """Raise GraphUnavailable unless the graph server answers."""
+        self._call(self._ping(), timeout=3)
+
+    async def _ping(self) -> None:
+        if self.backend == "neo4j":
+            await self._connect().client.verify_connectivity()
+        else:
+            await self._connect().connection.ping()
+
+    # --- plumbing ---
+
+    def _call(self, coro: Coroutine, timeout: float | None = _READ_TIMEOUT_S):
+        if not self._thread.is_alive():
+            coro.close()
+            raise GraphUnavailable("the graph store is not running")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise GraphUnavailable(f"the graph did not answer within {timeout}s") from None
+        except CancelledError:
+            raise GraphUnavailable("the graph store stopped while this ran") from None
+        except (OSError, ConnectionError) as exc:
+            raise GraphUnavailable(f"the graph server is unreachable: {exc}") from exc
+        except Exception as exc:
+            if _unreachable(exc):
+                raise GraphUnavailable(f"the graph server is unreachable: {exc}") from exc
+            raise
+
+    def _connect(self):
+        """The shared client, made on first use (and again after a failure), in the
+        caller's thread: FalkorDB's client makes a blocking call when it is created."""
+        with self._lock:
+            if self._client is not None:
+                return self._client
+            try:
+                self._client = self._new_client()
+            except Exception as exc:
+                raise GraphUnavailable(f"cannot connect to the graph: {exc}") from exc
+            return self._client
+
+    def _new_client(self):
+        if self.backend == "neo4j":
+            from graphiti_core.driver.neo4j_driver import Neo4jDriver
+
+            if not self.settings.graph_url:
+                raise ValueError("GRAPH_BACKEND=neo4j needs GRAPH_URL (neo4j://user:pass@host)")
+            uri, user, password = _split_credentials(self.settings.graph_url)
+            secret = self.settings.neo4j_password
+            user = user or self.settings.neo4j_user
+            password = password or (secret.get_secret_value() if secret else None)
+            return Neo4jDriver(uri, user, password)  # one database; group_id separates
+        from falkordb.asyncio import FalkorDB
+
+        args = dict(self._falkordb_args or {})
+        if not args:
+            if not self.settings.graph_url:
+                raise ValueError("no embedded FalkorDB running and no GRAPH_URL")
+            return FalkorDB.from_url(self.settings.graph_url, socket_timeout=_READ_TIMEOUT_S)
+        return FalkorDB(**args, socket_timeout=_READ_TIMEOUT_S, socket_connect_timeout=5)
+
+    def _graph(self, entity: str) -> Graphiti:
+        """The entity's Graphiti, made outside the loop so that drivers do not schedule
+        index building on their own (they do when made inside a running loop)."""
+        client = self._connect()
+        with self._lock:
+            graph = self._graphs.get(entity)
+            if graph is not None:
+                return graph
+            if self._llm is None:
+                self._llm = llm.client(self.settings)
+            if self.backend == "neo4j":
+                driver = client
+            else:
+                from graphiti_core.driver.falkordb_driver import FalkorDriver
+
+                driver = FalkorDriver(falkor_db=client, database=entity)
+            graph = Graphiti(
+                graph_driver=driver,
+                llm_client=self._llm,
+                embedder=self._embedder,
+                cross_encoder=_NoReranker(),
+                max_coroutines=self.settings.graph_llm_parallel,
+            )
+            self._graphs[entity] = graph
+            return graph
+
+    async def _ensure_indices(self, entity: str, graph: Graphiti) -> None:
+        key = "*" if self.backend == "neo4j" else entity
+        if key in self._indexed:
+            return
+        await graph.driver.build_indices_and_constraints()
+        self._indexed.add(key)
+
+    def _entity_lock(self, entity: str) -> asyncio.Lock:
+        lock = self._entity_locks.get(entity)
+        if lock is None:
+            lock = self._entity_locks[entity] = asyncio.Lock()
+        return lock
+
+    async def _facts(self, graph: Graphiti, edges: list[EntityEdge]) -> list[Fact]:
+        if not edges:
+            return []
+        uuids = {u for e in edges for u in (e.source_node_uuid, e.target_node_uuid)}
+        names = {n.uuid: n.name for n in await EntityNode.get_by_uuids(graph.driver, list(uuids))}
+        return [
+            Fact(
+                uuid=e.uuid,
+                fact=e.fact,
+                name=e.name,
+                valid_at=_stamp(e.valid_at),
+                invalid_at=_stamp(e.invalid_at),
+                created_at=_stamp(e.created_at),
+                source=names.get(e.source_node_uuid, ""),
+                target=names.get(e.target_node_uuid, ""),
+                episodes=list(e.episodes),
+                when=_stamp(e.valid_at or e.reference_time or e.created_at),
+            )
+            for e in edges
+        ]
+
+
+class _NoReranker(CrossEncoderClient):
+    """Searches here use RRF recipes; a cross-encoder call would be a wiring mistake."""
+
+    async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
+        raise RuntimeError("no cross-encoder is configured: use an RRF search recipe")
+
+
+def _node(node: EntityNode) -> Node:
+    return Node(uuid=node.uuid, name=node.name, summary=node.summary, labels=list(node.labels))
+
+
+def _stamp(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        return moment.strftime(timestamps.FORMAT)
+    return timestamps.normalise(moment.isoformat())
+
+
+def _within(when: str | None, since: str | None, until: str | None) -> bool:
+    if when is None:
+        return False
+    return (since is None or when >= since) and (until is None or when <= until)
+
+
+def _split_credentials(url: str) -> tuple[str, str | None, str | None]:
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc).geturl(), parts.username, parts.password
+
+
+_UNREACHABLE = {"ConnectionError", "ServiceUnavailable", "SessionExpired", "BusyLoadingError"}
+
+
+def _unreachable(exc: BaseException) -> bool:
+    names = {type(e).__name__ for e in _chain(exc)}
+    return bool(
+        names & {"ConnectionError", "ServiceUnavailable", "SessionExpired", "BusyLoadingError"}
+    )
+
+
+def _chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__

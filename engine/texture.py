@@ -1,0 +1,546 @@
+"""Layer 3 services, rich texture: texture_search, texture_explore, texture_timeline,
+texture_add, texture_add_triplet, texture_delete and ingestion stats; the handler of
+`graph_episode` jobs; and replay of the log into the graph.
+
+Every fact returned carries the uids of the events it came from (fact -> episodes ->
+events, the links recorded by engine.episodes). Adding goes through layer 1: a note or
+a triplet is stored as an event on the `texture` channel, so it is acknowledged only
+once committed, reaches the graph through the same queue, and comes back on a replay.
+A graph that is off or down never fails a read: the answer says so in `status`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from engine import capture, episodes, queue, timestamps
+from engine.capture import EventIn, Moment
+from engine.config import Settings
+from engine.db import Database
+from engine.errors import Conflict, NotFound
+
+log = logging.getLogger("pps.texture")
+
+# --- what callers send ---
+
+
+class _Query(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchQuery(_Query):
+    query: str = Field(min_length=1, max_length=4096, description="What to find facts about.")
+    limit: int = Field(10, ge=1, le=100)
+    since: Moment | None = Field(None, description="Facts true (or learned) at or after this.")
+    until: Moment | None = Field(None, description="Facts true (or learned) at or before this.")
+
+
+class ExploreQuery(_Query):
+    entity_name: str = Field(min_length=1, max_length=256, description="A person, place, thing.")
+    depth: int = Field(1, ge=1, le=3, description="How many hops of relationships.")
+    limit: int = Field(50, ge=1, le=500, description="Most facts returned.")
+
+
+class TimelineQuery(_Query):
+    since: Moment | None = None
+    until: Moment | None = None
+    limit: int = Field(20, ge=1, le=200, description="Most episodes, newest first.")
+
+
+class NoteIn(_Query):
+    content: str = Field(min_length=1, max_length=65_536, description="Text to learn from.")
+    created_at: Moment | None = Field(None, description="When it was true; default: now.")
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be empty")
+        return value
+
+
+class TripletIn(_Query):
+    source: str = Field(min_length=1, max_length=256, description="Entity the fact is about.")
+    relationship: str = Field(
+        min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_ ]*$", description="WORKS_AT"
+    )
+    target: str = Field(min_length=1, max_length=256)
+    fact: str = Field(min_length=1, max_length=4096, description="The fact in a sentence.")
+    created_at: Moment | None = Field(None, description="When it became true; default: now.")
+
+    @field_validator("source", "target", "fact")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+
+# --- what callers get ---
+
+
+class FactOut(BaseModel):
+    uuid: str
+    fact: str
+    name: str
+    valid_at: str | None
+    invalid_at: str | None
+    created_at: str | None
+    source: str
+    target: str
+    episodes: list[str]
+    event_uids: list[str]
+
+
+class SearchResult(BaseModel):
+    facts: list[FactOut]
+    status: str = Field(description="ok, disabled (no graph configured) or unavailable: why.")
+
+
+class NodeOut(BaseModel):
+    uuid: str
+    name: str
+    summary: str
+    labels: list[str]
+
+
+class Exploration(BaseModel):
+    center: NodeOut | None
+    nodes: list[NodeOut]
+    facts: list[FactOut]
+    status: str
+
+
+class EpisodeOut(BaseModel):
+    uuid: str
+    kind: str
+    session_key: str
+    started_at: str
+    ended_at: str
+    turns: int
+    ingested_at: str | None
+    event_uids: list[str]
+    facts: list[FactOut]
+
+
+class Timeline(BaseModel):
+    episodes: list[EpisodeOut]
+    status: str
+
+
+class Accepted(BaseModel):
+    event_uid: str
+    episode_uuid: str
+    status: str = Field(description="queued: it reaches the graph through the queue.")
+
+
+class Deleted(BaseModel):
+    uuid: str
+    deleted: str = Field(description="fact, entity or episode")
+
+
+class Stats(BaseModel):
+    status: str
+    backend: str
+    episodes: dict[str, int]
+    jobs: dict[str, int]
+    graph: dict[str, int] | None
+    usage_today: dict[str, int]
+    paused: str | None
+
+
+# --- reading ---
+
+
+def search(
+    graph, db: Database, entity: str, query: SearchQuery, *, vector: list[float] | None = None
+) -> SearchResult:
+    """`vector`: the query embedded already (by engine.embeddings), to skip doing it again."""
+    status = _status(graph)
+    if status != "ok":
+        return SearchResult(facts=[], status=status)
+    try:
+        facts = graph.store.search(
+            entity, query.query, query.limit, query.since, query.until, vector
+        )
+    except Exception as exc:
+        return SearchResult(facts=[], status=_unavailable(exc))
+    return SearchResult(facts=_with_events(db, entity, facts), status="ok")
+
+
+def explore(graph, db: Database, entity: str, query: ExploreQuery) -> Exploration:
+    status = _status(graph)
+    if status != "ok":
+        return Exploration(center=None, nodes=[], facts=[], status=status)
+    try:
+        found = graph.store.explore(entity, query.entity_name, query.depth, query.limit)
+    except Exception as exc:
+        return Exploration(center=None, nodes=[], facts=[], status=_unavailable(exc))
+    if found.center is None:
+        raise NotFound(f"no entity named {query.entity_name!r} in the graph")
+    return Exploration(
+        center=NodeOut(**vars(found.center)),
+        nodes=[NodeOut(**vars(n)) for n in found.nodes],
+        facts=_with_events(db, entity, found.facts),
+        status="ok",
+    )
+
+
+def timeline(graph, db: Database, entity: str, query: TimelineQuery) -> Timeline:
+    """Episodes newest first (from the log, so it works with the graph down), each with
+    the facts the graph holds from it."""
+    where, params = ["entity = ?"], [entity]
+    if query.since is not None:
+        where.append("ended_at >= ?")
+        params.append(query.since)
+    if query.until is not None:
+        where.append("started_at <= ?")
+        params.append(query.until)
+    where.append("deleted_at IS NULL")
+    rows = db.conn.execute(
+        f"SELECT * FROM episodes WHERE {' AND '.join(where)}"
+        " ORDER BY started_at DESC, uuid LIMIT ?",
+        [*params, query.limit],
+    ).fetchall()
+    uuids = [r["uuid"] for r in rows]
+    sources = episodes.trace(db, entity, uuids)
+    status = _status(graph)
+    facts: dict[str, list] = {}
+    if status == "ok":
+        try:
+            facts = graph.store.episode_facts(entity, uuids)
+        except Exception as exc:
+            status = _unavailable(exc)
+    return Timeline(
+        episodes=[
+            EpisodeOut(
+                uuid=r["uuid"],
+                kind=r["kind"],
+                session_key=r["session_key"],
+                started_at=r["started_at"],
+                ended_at=r["ended_at"],
+                turns=r["turns"],
+                ingested_at=r["ingested_at"],
+                event_uids=sources.get(r["uuid"], []),
+                facts=_with_events(db, entity, facts.get(r["uuid"], [])),
+            )
+            for r in rows
+        ],
+        status=status,
+    )
+
+
+def stats(graph, db: Database, settings: Settings, entity: str) -> Stats:
+    """What has been fed to the graph, what waits, what it cost today."""
+    row = db.conn.execute(
+        "SELECT COUNT(*) AS closed, COUNT(ingested_at) AS ingested,"
+        " COALESCE(SUM(truncated), 0) AS truncated FROM episodes WHERE entity = ?",
+        (entity,),
+    ).fetchone()
+    waiting = db.conn.execute(
+        "SELECT COUNT(*) FROM graph_pending WHERE entity = ?", (entity,)
+    ).fetchone()[0]
+    jobs = dict.fromkeys(queue.STATES, 0)
+    for state, n in db.conn.execute(
+        "SELECT state, COUNT(*) FROM jobs WHERE entity = ? AND kind = ? GROUP BY state",
+        (entity, episodes.JOB_KIND),
+    ):
+        jobs[state] = n
+    paused = [p.reason for p in queue.status(db, entity, 0).paused if p.kind == episodes.JOB_KIND]
+    status, counts = _status(graph), None
+    if status == "ok":
+        try:
+            counts = graph.store.counts(entity)
+        except Exception as exc:
+            status = _unavailable(exc)
+    return Stats(
+        status=status,
+        backend=graph.backend if graph is not None else "none",
+        episodes={**dict(row), "turns_waiting": waiting},
+        jobs=jobs,
+        graph=counts,
+        usage_today=usage_today(db, entity),
+        paused=paused[0] if paused else None,
+    )
+
+
+# --- writing ---
+
+
+def add(db: Database, entity: str, note: NoteIn) -> Accepted:
+    """Learn from a piece of text: stored as an event, an episode of its own."""
+    event = EventIn(
+        channel=episodes.TEXTURE_CHANNEL,
+        event_type="note",
+        author=entity,
+        content=note.content,
+        created_at=note.created_at,
+    )
+    return _accept(db, entity, event)
+
+
+def add_triplet(db: Database, entity: str, triplet: TripletIn) -> Accepted:
+    """Add one fact between two entities as given (Graphiti still dedupes it)."""
+    relationship = re.sub(r"\s+", "_", triplet.relationship.strip()).upper()
+    event = EventIn(
+        channel=episodes.TEXTURE_CHANNEL,
+        event_type="triplet",
+        author=entity,
+        content=triplet.fact,
+        metadata={"source": triplet.source, "relationship": relationship, "target": triplet.target},
+        created_at=triplet.created_at,
+    )
+    return _accept(db, entity, event)
+
+
+def _accept(db: Database, entity: str, event: EventIn) -> Accepted:
+    recorded = capture.record(db, entity, [event])[0]
+    uid = episodes.episode_uuid(entity, [recorded.event_uid])
+    return Accepted(event_uid=recorded.event_uid, episode_uuid=uid, status="queued")
+
+
+def delete(graph, db: Database, entity: str, uuid: str) -> Deleted:
+    """Delete a fact, an entity node or an episode from this entity's graph. The log
+    keeps its events. A deleted episode stays out of replays; a deleted fact or entity
+    comes back if a replay extracts it again."""
+    if graph is None or graph.store is None:
+        raise NotFound("no graph is configured (GRAPH_BACKEND=none)")
+    kind = graph.store.delete(entity, uuid)
+    if kind is None:
+        raise NotFound(f"no fact, entity or episode {uuid!r} in this entity's graph")
+    if kind == "episode":
+        episodes.mark_deleted(db, entity, uuid)
+    return Deleted(uuid=uuid, deleted=kind)
+
+
+# --- the queue's handler ---
+
+
+def handler(graph, db: Database, settings: Settings):
+    """The `graph_episode` job: add the recorded episode to the graph, once."""
+    from engine.graph import BUDGET_SPENT, llm
+
+    def handle(job: queue.Job):
+        uuid = job.payload["episode"]
+        if _deleted(db, job.entity, uuid):
+            return None  # texture_delete removed it after it was queued
+        episode = episodes.load(db, uuid, settings.graph_episode_max_chars)
+        if episode is None or episode.entity != job.entity:
+            raise LookupError(f"episode {uuid} is not recorded for this entity")
+        if settings.llm_provider == "none":
+            raise queue.Pause(llm.NOT_CONFIGURED)
+        spent = _budget_spent(db, settings, job.entity)
+        if spent:
+            raise queue.Pause(f"{BUDGET_SPENT} for {job.entity} ({spent}); resumes after 00:00 UTC")
+        usage = llm.Usage()
+        try:
+            graph.store.add_episode(episode, usage)
+        except Exception as exc:
+            graph.note_failure(exc)
+            reason = llm.refusal(exc)
+            if reason is not None:
+                raise queue.Pause(reason) from exc
+            raise
+        finally:
+            _spend(db, job.entity, usage)
+        graph.note_success()
+        episodes.mark_ingested(db, uuid, episode.truncated)
+        return usage  # the queue ignores it; bench/graph.py reads it
+
+    return handle
+
+
+def _deleted(db: Database, entity: str, uuid: str) -> bool:
+    row = db.conn.execute(
+        "SELECT deleted_at FROM episodes WHERE uuid = ? AND entity = ?", (uuid, entity)
+    ).fetchone()
+    return row is not None and row[0] is not None
+
+
+def usage_today(db: Database, entity: str) -> dict[str, int]:
+    row = db.conn.execute(
+        "SELECT calls, tokens FROM graph_usage WHERE entity = ? AND day = ?",
+        (entity, _today()),
+    ).fetchone()
+    return {"calls": row["calls"], "tokens": row["tokens"]} if row else {"calls": 0, "tokens": 0}
+
+
+def _budget_spent(db: Database, settings: Settings, entity: str) -> str | None:
+    used = usage_today(db, entity)
+    if settings.graph_daily_calls and used["calls"] >= settings.graph_daily_calls:
+        return f"{used['calls']} of {settings.graph_daily_calls} calls"
+    if settings.graph_daily_tokens and used["tokens"] >= settings.graph_daily_tokens:
+        return f"{used['tokens']} of {settings.graph_daily_tokens} tokens"
+    return None
+
+
+def _spend(db: Database, entity: str, usage) -> None:
+    if not usage.calls and not usage.tokens:
+        return
+    with db.write() as conn:
+        conn.execute(
+            "INSERT INTO graph_usage (entity, day, calls, tokens) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (entity, day) DO UPDATE SET calls = calls + excluded.calls,"
+            " tokens = tokens + excluded.tokens",
+            (entity, _today(), usage.calls, usage.tokens),
+        )
+
+
+# --- replay ---
+
+
+def replay(db: Database, window: episodes.Window, entity: str) -> int:
+    """Queue every recorded episode of the entity for the graph again, oldest first,
+    after closing every window (nothing waits for an idle gap). Episodes already in the
+    graph are skipped by the handler; the grouping is the recorded one, so the episodes
+    are the same. Returns the replay's number; see `replay_progress`."""
+    episodes.close_windows(db, window, force=True)
+    uuids = episodes.closed(db, entity)
+    with db.write() as conn:
+        open_replay = _unfinished_replay(conn, entity)
+        if open_replay is not None:
+            return open_replay  # resume it: its jobs are still queued
+        number = conn.execute(
+            "INSERT INTO graph_replays (entity, episodes, started_at) VALUES (?, ?, ?)"
+            " RETURNING id",
+            (entity, len(uuids), timestamps.now()),
+        ).fetchone()[0]
+        for uuid in uuids:
+            queue.enqueue(
+                conn, entity, episodes.JOB_KIND, f"{uuid}/replay-{number}", {"episode": uuid}
+            )
+    return number
+
+
+class ReplayOutcome(BaseModel):
+    total: int
+    done: int
+    dead: int
+    waiting: str | None = Field(None, description="Why jobs wait, if the replay stopped there.")
+    ran_here: bool = Field(description="False: a running server's workers did the work.")
+
+
+def rebuild(
+    settings: Settings, db: Database, names: list[str], *, fresh: bool = False, progress=None
+) -> ReplayOutcome:
+    """`pps replay graph`: replay the log of each entity into the graph and wait for it.
+
+    With a server running, its workers do the work and this only watches. Otherwise the
+    graph and the workers run here until the replay is done, or until its jobs wait (no
+    LLM, key refused, budget spent: the reason is returned). Stopping midway loses
+    nothing: the jobs stay queued, and running it again resumes the same replay.
+    """
+    from engine.graph import Graph
+    from engine.graph.server import FalkorServer
+
+    here = not _server_running(settings, FalkorServer)
+    if fresh and not here:
+        raise Conflict("a server is using the graph: stop it before replaying with --fresh")
+    graph = Graph(settings, db).start(sweep=False) if here else None
+    workers = None
+    try:
+        if graph is not None:
+            for name in names if fresh else []:
+                graph.store.clear(name)
+            queue.resume(db)
+        numbers = [replay(db, episodes.Window.from_settings(settings), n) for n in names]
+        if graph is not None:
+            workers = queue.Workers(db, queue.Policy.from_settings(settings))
+            workers.add(episodes.JOB_KIND, handler(graph, db, settings), settings.graph_concurrency)
+            workers.start()
+        while True:
+            states = [replay_progress(db, n) for n in numbers]
+            total = sum(s["total"] for s in states)
+            done, dead = sum(s["done"] for s in states), sum(s["dead"] for s in states)
+            if progress is not None:
+                progress(done + dead, total)
+            busy = sum(s["pending"] + s["running"] + s["retry"] for s in states)
+            waiting = sum(s["waiting"] for s in states)
+            if done + dead >= total or (waiting and not busy):
+                reason = None
+                if done + dead < total:
+                    paused = queue.status(db, dead_limit=0).paused
+                    reason = next((p.reason for p in paused if p.kind == episodes.JOB_KIND), None)
+                return ReplayOutcome(
+                    total=total, done=done, dead=dead, waiting=reason, ran_here=here
+                )
+            time.sleep(0.2)
+    finally:
+        if workers is not None:
+            workers.stop()
+        if graph is not None:
+            graph.stop()
+
+
+def _server_running(settings: Settings, server_class) -> bool:
+    """A `pps serve` on this data dir (its FalkorDB answers) or on the configured port."""
+    embedded = settings.graph_backend == "falkordb" and not settings.graph_url
+    if embedded and server_class(settings.data_dir).answers():
+        return True
+    try:
+        httpx.get(f"http://{settings.host}:{settings.port}/health", timeout=1)
+        return True
+    except httpx.HTTPError:
+        return False
+
+
+def replay_progress(db: Database, number: int) -> dict[str, Any]:
+    """How far a replay is: its jobs by state."""
+    entity, total = db.conn.execute(
+        "SELECT entity, episodes FROM graph_replays WHERE id = ?", (number,)
+    ).fetchone()
+    counts = dict.fromkeys(queue.STATES, 0)
+    for state, n in db.conn.execute(
+        "SELECT state, COUNT(*) FROM jobs WHERE entity = ? AND kind = ? AND key LIKE ?"
+        " GROUP BY state",
+        (entity, episodes.JOB_KIND, f"%/replay-{number}"),
+    ):
+        counts[state] = n
+    return {"entity": entity, "total": total, **counts}
+
+
+def _unfinished_replay(conn, entity: str) -> int | None:
+    row = conn.execute(
+        "SELECT r.id FROM graph_replays r WHERE r.entity = ? AND EXISTS (SELECT 1 FROM jobs j"
+        " WHERE j.entity = r.entity AND j.kind = ? AND j.key LIKE '%/replay-' || r.id"
+        " AND j.state NOT IN ('done', 'dead')) ORDER BY r.id DESC LIMIT 1",
+        (entity, episodes.JOB_KIND),
+    ).fetchone()
+    return row[0] if row else None
+
+
+# --- plumbing ---
+
+
+def _status(graph) -> str:
+    if graph is None:
+        return "disabled"
+    if graph.store is None:
+        return "unavailable: the graph is starting"
+    return "ok"
+
+
+def _unavailable(exc: Exception) -> str:
+    log.warning("graph read failed: %s", exc)
+    return f"unavailable: {exc}"
+
+
+def _with_events(db: Database, entity: str, facts) -> list[FactOut]:
+    sources = episodes.trace(db, entity, sorted({u for f in facts for u in f.episodes}))
+    out = []
+    for f in facts:
+        uids = list(dict.fromkeys(uid for ep in f.episodes for uid in sources.get(ep, [])))
+        data = {k: getattr(f, k) for k in FactOut.model_fields if k != "event_uids"}
+        out.append(FactOut(**data, event_uids=uids))
+    return out
+
+
+def _today() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d")

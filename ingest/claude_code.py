@@ -1,0 +1,436 @@
+"""Claude Code: the hooks (`pps hook <event>`) and the reading of its session transcripts.
+
+The formats, from the Claude Code hooks reference (code.claude.com/docs/en/hooks):
+every hook gets one JSON object on stdin with `session_id`, `transcript_path`, `cwd`,
+`permission_mode` and `hook_event_name`, plus `source` (startup|resume|clear|compact) for
+SessionStart, `prompt` for UserPromptSubmit, `stop_hook_active` for Stop, `trigger`
+(manual|auto) and `custom_instructions` for PreCompact, `reason` for SessionEnd. On exit 0,
+SessionStart and UserPromptSubmit add context to the conversation; we print it as
+`{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`, which cannot be
+mistaken for anything else whatever the context says. A transcript is JSONL: one record a
+line with `type` (user, assistant, and others that are not turns), `uuid`, `sessionId`,
+`timestamp`, `cwd`, `gitBranch`, `isSidechain`, `isMeta`, and `message` whose `content` is
+a string or a list of blocks (`text`, `tool_use`, `tool_result`, `thinking`, ...).
+
+What each hook does (all of them within PPS_HOOK_BUDGET_S, exit 0, whatever happens):
+- SessionStart: records a `session_start` event; prints recall("startup").
+- UserPromptSubmit: captures the prompt; prints recall(prompt).
+- Stop: captures the turns written to the transcript since the last capture; the position
+  is kept per session, so each line is read once.
+- PreCompact, SessionEnd: the same, then an event that closes the episode window.
+Everything captured is spooled before anything is sent (see ingest.client).
+
+Uids: an assistant turn is `cc:<line uuid>`. A user turn is `cc:<session>:u:<hash of the
+text>:<n>` (its n-th occurrence in the session), because the prompt hook sees the text
+before the transcript line exists; the Stop hook and the importer derive the same uid from
+the transcript, so a prompt is stored once however it arrives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import select
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine import timestamps
+from engine.config import Settings
+from engine.db import ensure_private_dir
+from ingest import events as ev
+from ingest.client import Client, client_dir
+
+CHANNEL = "terminal"
+SOURCE = "claude-code"
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
+MAX_READ = 64 * 1024 * 1024
+"""Most transcript bytes one hook reads; the rest waits for the next hook."""
+_PLUMBING = ("<command-", "<local-command-")
+"""User lines that are slash-command plumbing written by Claude Code, not what was typed."""
+
+
+def canonical(event: str) -> str | None:
+    """`SessionStart`, `session-start` and `session_start` all name SessionStart."""
+    wanted = event.replace("-", "").replace("_", "").lower()
+    return next((name for name in EVENTS if name.lower() == wanted), None)
+
+
+# --- transcripts ---------------------------------------------------------------------------
+
+
+def user_turn_uid(session: str, text: str, occurrence: int) -> str:
+    digest = hashlib.sha256(text.strip().encode()).hexdigest()[:16]
+    return ev.uid("cc", session, "u", digest, occurrence)
+
+
+@dataclass
+class Occurrences:
+    """How often each user text has been seen in each session (for user-turn uids)."""
+
+    seen: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def next(self, session: str, text: str) -> int:
+        counts = self.seen.setdefault(session, {})
+        key = hashlib.sha256(text.strip().encode()).hexdigest()[:16]
+        counts[key] = counts.get(key, 0) + 1
+        return counts[key] - 1
+
+
+def turn_events(
+    record: Any, occurrences: Occurrences, *, session: str | None, max_bytes: int
+) -> list[dict[str, Any]]:
+    """The events one transcript record holds: none for lines that are not turns (tool
+    results, system lines, sidechains, meta), else the turn, cut to `max_bytes` parts.
+    Raises ValueError naming what is wrong with a record that should be a turn."""
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    kind = record.get("type")
+    if kind not in ("user", "assistant"):
+        return []
+    if record.get("isSidechain") or record.get("isMeta") or record.get("isCompactSummary"):
+        return []
+    message = record.get("message")
+    if not isinstance(message, dict):
+        raise ValueError("missing field message")
+    text = _text(message.get("content"))
+    if not text.strip() or (kind == "user" and text.lstrip().startswith(_PLUMBING)):
+        return []
+    line_uuid = record.get("uuid")
+    if not isinstance(line_uuid, str) or not line_uuid:
+        raise ValueError("missing field uuid")
+    session = record.get("sessionId") or session
+    if not isinstance(session, str) or not session:
+        raise ValueError("missing field sessionId")
+    moment = record.get("timestamp")
+    created_at = timestamps.normalise(moment) if moment is not None else None
+    metadata = {"source": SOURCE, "transcript_uuid": line_uuid}
+    for key, name in (("cwd", "cwd"), ("gitBranch", "git_branch")):
+        if isinstance(record.get(key), str) and record[key]:
+            metadata[name] = record[key]
+    if kind == "assistant":
+        uid = ev.uid("cc", line_uuid)
+        if isinstance(message.get("model"), str):
+            metadata["model"] = message["model"]
+    else:
+        uid = user_turn_uid(session, text, occurrences.next(session, text))
+    event = {
+        "event_uid": uid,
+        "channel": CHANNEL,
+        "event_type": "message",
+        "role": kind,
+        "content": text,
+        "session_id": session,
+        "created_at": created_at,
+        "metadata": metadata,
+    }
+    return ev.split(event, max_bytes)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            block["text"]
+            for block in content
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ]
+        return "\n\n".join(texts)
+    if content is None:
+        raise ValueError("missing field message.content")
+    raise ValueError("message.content is neither text nor a list of blocks")
+
+
+# --- per-session state ---------------------------------------------------------------------
+
+
+@dataclass
+class SessionState:
+    """Where the last capture of a session's transcript stopped, and the occurrence counts
+    of user texts from the transcript (`lines`) and from the prompt hook (`prompts`)."""
+
+    transcript: str | None = None
+    offset: int = 0
+    lines: dict[str, dict[str, int]] = field(default_factory=dict)
+    prompts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+class Sessions:
+    """Session states, one small 0600 JSON file each, written atomically."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    def path(self, session: str) -> Path:
+        name = hashlib.sha256(session.encode()).hexdigest()[:32]
+        return self.directory / f"{name}.json"
+
+    @contextlib.contextmanager
+    def edit(self, session: str) -> Iterator[SessionState]:
+        """Read, change and write back one session's state under a lock."""
+        ensure_private_dir(self.directory)
+        path = self.path(session)
+        fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                state = SessionState(**json.loads(path.read_text()))
+            except (FileNotFoundError, ValueError, TypeError):
+                state = SessionState()
+            yield state
+            temporary = path.with_suffix(".tmp")
+            temporary.write_text(json.dumps(state.__dict__))
+            temporary.chmod(0o600)
+            os.replace(temporary, path)
+        finally:
+            os.close(fd)
+
+
+def read_new_turns(
+    state: SessionState, transcript: Path, session: str, max_bytes: int
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The turns in complete lines written since `state.offset` (advanced past them), and
+    the problems of lines that could not be read (skipped, never retried)."""
+    if state.transcript != str(transcript) or state.offset > transcript.stat().st_size:
+        state.transcript, state.offset, state.lines = str(transcript), 0, {}
+    with open(transcript, "rb") as file:
+        file.seek(state.offset)
+        data = file.read(MAX_READ)
+    complete = data[: data.rfind(b"\n") + 1]
+    occurrences = Occurrences(state.lines)
+    found, problems = [], []
+    for number, raw in enumerate(complete.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            found += turn_events(json.loads(raw), occurrences, session=session, max_bytes=max_bytes)
+        except ValueError as exc:
+            problems.append(f"{transcript.name} (+{number} lines): {exc}")
+    state.offset += len(complete)
+    return found, problems
+
+
+# --- the hooks -----------------------------------------------------------------------------
+
+
+@dataclass
+class Hook:
+    event: str
+    payload: dict[str, Any]
+    settings: Settings
+    client: Client
+    sessions: Sessions
+    deadline: float
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def session(self) -> str:
+        value = self.payload.get("session_id")
+        return value if isinstance(value, str) and value else "unknown-session"
+
+    def marker(self, event_type: str, uid: str, content: str, **metadata: Any) -> dict:
+        metadata = {"source": SOURCE, "hook": self.event, **metadata}
+        cwd = self.payload.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            metadata["cwd"] = cwd
+        return {
+            "event_uid": uid,
+            "channel": CHANNEL,
+            "event_type": event_type,
+            "content": content,
+            "session_id": self.session,
+            "created_at": timestamps.now(),
+            "metadata": metadata,
+        }
+
+    def transcript_turns(self) -> tuple[list[dict[str, Any]], int]:
+        """New turns from the transcript, and the offset after them."""
+        path = self.payload.get("transcript_path")
+        if not isinstance(path, str) or not path:
+            return [], 0
+        transcript = Path(path).expanduser()
+        if not transcript.is_file():
+            self.problems.append(f"transcript {transcript} not found")
+            return [], 0
+        with self.sessions.edit(self.session) as state:
+            found, problems = read_new_turns(
+                state, transcript, self.session, self.settings.max_content_bytes
+            )
+            self.client.spool.append(found)  # before the state moves past them
+            offset = state.offset
+        self.problems += problems
+        return found, offset
+
+
+def session_start(hook: Hook) -> str | None:
+    source = str(hook.payload.get("source") or "startup")
+    marker = hook.marker(
+        "session_start",
+        ev.uid("cc", hook.session, "start", source, time.time_ns() // 1_000_000),
+        f"Claude Code session started ({source})",
+        start_source=source,
+        **({"model": hook.payload["model"]} if isinstance(hook.payload.get("model"), str) else {}),
+    )
+    hook.client.spool.append([marker])
+    return _recall_while_flushing(hook, "startup")
+
+
+def user_prompt_submit(hook: Hook) -> str | None:
+    prompt = hook.payload.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        _flush(hook)
+        return None
+    with hook.sessions.edit(hook.session) as state:
+        occurrences = Occurrences(state.prompts)
+        uid = user_turn_uid(hook.session, prompt, occurrences.next(hook.session, prompt))
+        event = hook.marker("message", uid, prompt)
+        event["role"] = "user"
+        hook.client.spool.append(ev.split(event, hook.settings.max_content_bytes))
+    return _recall_while_flushing(hook, prompt)
+
+
+def stop(hook: Hook) -> None:
+    hook.transcript_turns()
+    _flush(hook)
+
+
+def pre_compact(hook: Hook) -> None:
+    _close_window(hook, "pre_compact", "compact", "Context compaction", "trigger")
+
+
+def session_end(hook: Hook) -> None:
+    _close_window(hook, "session_end", "end", "Claude Code session ended", "reason")
+
+
+def _close_window(hook: Hook, event_type: str, tag: str, text: str, detail: str) -> None:
+    """Capture what remains, then mark the end of the episode window (the uid is tied to
+    the transcript position, so a hook that fires twice there marks it once)."""
+    _, offset = hook.transcript_turns()
+    why = hook.payload.get(detail)
+    why = why if isinstance(why, str) and why else "other"
+    metadata = {detail: why, "closes_window": True}
+    if event_type == "pre_compact" and hook.payload.get("custom_instructions"):
+        metadata["custom_instructions"] = str(hook.payload["custom_instructions"])
+    marker = hook.marker(
+        event_type, ev.uid("cc", hook.session, tag, why, offset), f"{text} ({why})", **metadata
+    )
+    hook.client.spool.append([marker])
+    _flush(hook)
+
+
+HANDLERS = {
+    "SessionStart": session_start,
+    "UserPromptSubmit": user_prompt_submit,
+    "Stop": stop,
+    "PreCompact": pre_compact,
+    "SessionEnd": session_end,
+}
+
+
+def _flush(hook: Hook) -> None:
+    try:
+        result = hook.client.flush(deadline=hook.deadline, wait=False)
+    except Exception as exc:  # in a thread too: report it, never print it
+        hook.problems.append(f"flush failed: {type(exc).__name__}: {exc}")
+        return
+    if result.error and result.pending:
+        hook.problems.append(f"{result.pending} events wait in the spool: {result.error}")
+
+
+def _recall_while_flushing(hook: Hook, context: str) -> str | None:
+    """Ask for recall while the spool is sent: both share the budget, neither waits on
+    the other."""
+    flusher = threading.Thread(target=_flush, args=(hook,), daemon=True)
+    flusher.start()
+    text = hook.client.recall(context, deadline=hook.deadline)
+    flusher.join(max(0.0, hook.deadline - time.monotonic()))
+    if text is None:
+        return None
+    output = {"hookEventName": hook.event, "additionalContext": text}
+    return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+def run(event: str, stdin: bytes, settings: Settings, deadline: float) -> str | None:
+    """Run one hook; return what to print (None: nothing). Raises on any failure: the
+    caller logs it and still exits 0."""
+    name = canonical(event)
+    if name is None:
+        raise ValueError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
+    payload = json.loads(stdin)
+    if not isinstance(payload, dict) or not isinstance(payload.get("session_id"), str):
+        raise ValueError("the hook input is not a Claude Code hook's JSON (no session_id)")
+    with Client.from_settings(settings) as client:
+        sessions = Sessions(client_dir(settings) / f"claude-code-{client.identity}")
+        hook = Hook(name, payload, settings, client, sessions, deadline)
+        try:
+            return HANDLERS[name](hook)
+        finally:
+            if hook.problems:
+                log(settings, name, "; ".join(hook.problems))
+
+
+def main(event: str, settings: Settings) -> None:
+    """`pps hook <event>`: never blocks or breaks the session. A watchdog ends the process
+    at the budget (everything taken on is in the spool by then, or was never acknowledged
+    to anyone); any failure is logged to <client dir>/hooks.log, and stdout carries only
+    the context to inject."""
+    budget = settings.hook_budget_s
+    started = time.monotonic()
+    watchdog = threading.Timer(budget, os._exit, args=(0,))
+    watchdog.daemon = True
+    watchdog.start()
+    deadline = started + budget * 0.9
+    try:
+        output = run(event, read_stdin(deadline), settings, deadline)
+    except Exception as exc:
+        log(settings, event, f"{type(exc).__name__}: {exc}")
+        return
+    if output:
+        sys.stdout.write(output + "\n")
+        sys.stdout.flush()
+
+
+def read_stdin(deadline: float) -> bytes:
+    """All of stdin, or what arrived before the deadline (a hook run by hand at a
+    terminal must not wait for input forever)."""
+    chunks = []
+    fd = sys.stdin.fileno()
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            break
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def log(settings: Settings, event: str, message: str) -> None:
+    """One line in <client dir>/hooks.log (0600; the previous log is kept as hooks.log.1
+    past 1 MB). Never raises: a hook's last resort must not fail."""
+    try:
+        directory = ensure_private_dir(client_dir(settings))
+        path = directory / "hooks.log"
+        if path.exists() and path.stat().st_size > 1 << 20:
+            os.replace(path, directory / "hooks.log.1")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{timestamps.now()} {event}: {message}\n".encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass

@@ -1,0 +1,210 @@
+"""The client every channel sends through: Claude Code hooks, the Discord adapter, importers.
+
+`send` appends the events to the spool (see ingest.spool) and then flushes: the spool goes
+to `POST /v1/events` in order, in batches. What the service cannot take now (it is down,
+hung, answers 5xx or 429, or refuses the token) stays in the spool for the next send or
+`pps ingest flush`; so a caller returns at once and nothing it handed over is lost, even
+if the process is killed between spooling and sending. What the service refuses as
+invalid (4xx) is isolated by halving the batch and kept in the rejected file with the
+service's answer, and the rest goes through. A duplicate on a resend is harmless: every
+event carries a stable event_uid (one is given to events without).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from engine.config import Settings, is_loopback
+from ingest.spool import Spool
+
+_STOP = "stop"
+_ISOLATE = "isolate"
+
+
+class ClientConfigError(Exception):
+    """The client cannot know where to send or as whom: a person has to fix a setting."""
+
+
+@dataclass
+class Flushed:
+    """What one send or flush did. `error` says why it stopped early, if it did."""
+
+    stored: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    pending: int = 0
+    error: str | None = None
+    acked: dict[str, bool] = field(default_factory=dict)
+    """event_uid -> duplicate, for every event the service acknowledged in this call (as
+    first acknowledged: a uid sent twice in one flush is new if its first send was)."""
+
+
+class Client:
+    def __init__(
+        self, url: str, token: str, spool: Spool, *, timeout: float = 30.0, batch: int = 500
+    ):
+        self.url = url.rstrip("/")
+        self.identity = identity(self.url, token)
+        self.spool = spool
+        self.timeout = timeout
+        self.batch = batch
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token}"},
+            trust_env=not is_loopback(urlsplit(self.url).hostname or ""),
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Client:
+        url, token = service_url(settings), read_token(settings)
+        return cls(
+            url,
+            token,
+            Spool(spool_path(settings, identity(url, token))),
+            timeout=settings.client_timeout_s,
+            batch=settings.client_batch,
+        )
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def send(
+        self, events: list[dict[str, Any]], *, deadline: float | None = None, wait: bool = False
+    ) -> Flushed:
+        """Spool `events` (durably), then flush until done or `deadline` (time.monotonic).
+        With `wait`, wait for a flush running elsewhere rather than leave them spooled."""
+        for event in events:
+            event.setdefault("event_uid", uuid.uuid4().hex)
+        self.spool.append(events)
+        return self.flush(deadline=deadline, wait=wait)
+
+    def flush(self, *, deadline: float | None = None, wait: bool = True) -> Flushed:
+        """Send the spool in order until it is empty, the service fails, or the deadline."""
+        result = Flushed()
+        with self.spool.flushing(wait=wait, deadline=deadline) as holding:
+            if not holding:
+                result.error = "another flush is sending the spool"
+            else:
+                while result.error is None and self.spool.next_file():
+                    self._send_file(result, deadline)
+        result.pending = self.spool.pending()
+        return result
+
+    def _send_file(self, result: Flushed, deadline: float | None) -> None:
+        for batch in self.spool.batches(self.batch):
+            for line, problem in batch.unreadable:
+                self.spool.reject(line.decode(errors="replace"), None, f"unreadable: {problem}")
+                result.rejected += 1
+            if batch.events and not self._deliver(batch.events, result, deadline):
+                return
+            self.spool.commit(batch)
+        self.spool.finish_file()
+
+    def _deliver(self, events: list[dict], result: Flushed, deadline: float | None) -> bool:
+        """POST `events`; True when each is acknowledged or rejected, False to stop."""
+        status, body, problem = self._post("/v1/events", events, deadline)
+        if status == 200 and isinstance(body, dict):
+            result.stored += body.get("stored", 0)
+            result.duplicates += body.get("duplicates", 0)
+            for ack in body.get("events", []):
+                result.acked.setdefault(ack["event_uid"], ack["duplicate"])
+            return True
+        if _verdict(status) == _STOP:
+            result.error = problem
+            return False
+        if len(events) > 1:
+            half = len(events) // 2
+            return self._deliver(events[:half], result, deadline) and self._deliver(
+                events[half:], result, deadline
+            )
+        self.spool.reject(events[0], status, problem)
+        result.rejected += 1
+        return True
+
+    def recall(self, context: str, *, deadline: float | None = None) -> str | None:
+        """The formatted context block of `POST /v1/recall`, or None when the service has
+        none to give (no such endpoint yet, down, slow, or an answer without one)."""
+        status, body, _ = self._post("/v1/recall", {"context": context}, deadline)
+        if status != 200 or not isinstance(body, dict):
+            return None
+        text = body.get("context")
+        return text if isinstance(text, str) and text.strip() else None
+
+    def _post(self, path: str, payload: Any, deadline: float | None):
+        """(status or None, JSON body or None, a problem a person can act on)."""
+        timeout = self.timeout
+        if deadline is not None:
+            timeout = min(timeout, deadline - time.monotonic())
+            if timeout <= 0.01:
+                return None, None, "out of time; the rest waits in the spool"
+        try:
+            response = self._http.post(path, json=payload, timeout=timeout)
+        except httpx.HTTPError as exc:
+            return None, None, f"service unreachable at {self.url}: {exc or type(exc).__name__}"
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        message = body.get("message") if isinstance(body, dict) else None
+        problem = f"HTTP {response.status_code} from {self.url}{path}: {message or response.text}"
+        return response.status_code, body, problem[:1000]
+
+
+def _verdict(status: int | None) -> str:
+    """Whether a failed answer is about these events (isolate and reject the bad ones) or
+    about the service or our credentials (stop; everything stays spooled)."""
+    if status is not None and 400 <= status < 500 and status not in (401, 403, 404, 408, 429):
+        return _ISOLATE
+    return _STOP
+
+
+def service_url(settings: Settings) -> str:
+    return (settings.url or f"http://127.0.0.1:{settings.port}").rstrip("/")
+
+
+def read_token(settings: Settings) -> str:
+    if settings.token is not None and settings.token.get_secret_value().strip():
+        return settings.token.get_secret_value().strip()
+    if settings.token_file is not None:
+        path = settings.token_file.expanduser()
+        try:
+            token = path.read_text().strip()
+        except OSError as exc:
+            raise ClientConfigError(f"cannot read PPS_TOKEN_FILE {path}: {exc.strerror}") from None
+        if token:
+            return token
+        raise ClientConfigError(f"PPS_TOKEN_FILE {path} is empty")
+    raise ClientConfigError(
+        "no entity token: set PPS_TOKEN_FILE to a file holding it (or PPS_TOKEN)"
+    )
+
+
+def client_dir(settings: Settings) -> Path:
+    return settings.client_dir.expanduser()
+
+
+def identity(url: str, token: str) -> str:
+    """Names what belongs to one service and one token (a spool is sent with the token
+    it was written for, never another entity's)."""
+    return hashlib.sha256(f"{url}\n{token}".encode()).hexdigest()[:16]
+
+
+def spool_path(settings: Settings, of: str) -> Path:
+    """The spool for the identity `of` (see `identity`), unless PPS_SPOOL_PATH names one."""
+    if settings.spool_path is not None:
+        return settings.spool_path.expanduser()
+    return client_dir(settings) / f"spool-{of}.jsonl"

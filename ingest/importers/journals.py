@@ -1,0 +1,84 @@
+"""`pps import journals FOLDER`: markdown journals, or the folder attached as a collection.
+
+A dated daily file (a date in its path: 2026-01-04.md, journal_20260104.md,
+2026/01/04.md) becomes a longform event on the `journal` channel, dated that day
+(00:00 UTC); a file over the content limit becomes several, one per part. Uids are
+`journal:<relative path>:<part>`, so a re-run stores nothing twice (a file edited since
+keeps its first import: raw capture is a log, not a mirror). Files without a date are
+skipped and counted; `--attach` records the whole folder as a domain collection instead.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+from rich.progress import Progress
+
+from engine.config import Settings
+from ingest import attachments
+from ingest import events as ev
+from ingest.importers import Import, Summary, markdown_files, progress_task, read_text
+
+CHANNEL = "journal"
+_DATE = re.compile(r"(?<!\d)(\d{4})[-_./]?(\d{2})[-_./]?(\d{2})(?!\d)")
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+
+
+def journal_date(relative: str) -> date | None:
+    """The last valid date written in the path (the most specific one)."""
+    for match in reversed(list(_DATE.finditer(relative))):
+        try:
+            return date(int(match[1]), int(match[2]), int(match[3]))
+        except ValueError:
+            continue
+    return None
+
+
+def run(importer: Import, folder: Path, *, progress: Progress | None = None) -> Summary:
+    summary = importer.summary
+    files = markdown_files(folder)
+    advance = progress_task(progress, "journals", len(files))
+    for file in files:
+        advance(1)
+        relative = file.relative_to(folder).as_posix()
+        summary.files += 1
+        summary.read += 1
+        day = journal_date(relative)
+        if day is None:
+            summary.skip(relative, "no date (YYYY-MM-DD) in the path; use --attach for notes")
+            continue
+        try:
+            text = read_text(file)
+        except ValueError as exc:
+            summary.skip(relative, str(exc))
+            continue
+        if not text.strip():
+            summary.skip(relative, "empty file")
+            continue
+        heading = _HEADING.search(text)
+        pieces = ev.parts(text, importer.max_content_bytes)
+        for n, piece in enumerate(pieces, 1):
+            metadata = {"source": "journal", "path": relative, "date": day.isoformat()}
+            if heading:
+                metadata["title"] = heading[1][:200]
+            if len(pieces) > 1:
+                metadata.update(part=n, parts=len(pieces))
+            event = {
+                "event_uid": ev.uid("journal", relative, n),
+                "channel": CHANNEL,
+                "event_type": "longform",
+                "content": piece,
+                "session_id": f"journal:{relative}"[:256],
+                "created_at": f"{day.isoformat()}T00:00:00Z",
+                "metadata": metadata,
+            }
+            importer.add(event, relative)
+    return importer.finish()
+
+
+def attach(settings: Settings, folder: Path, name: str | None) -> attachments.Attachment:
+    """Record the folder as a domain collection (see ingest.attachments)."""
+    files = len(markdown_files(folder))
+    return attachments.attach(settings, "collection", name or folder.resolve().name, folder, files)

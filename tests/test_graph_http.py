@@ -1,0 +1,341 @@
+"""Layer 3 end to end: a real `pps serve` (its own embedded FalkorDB, the real embedding
+model) fed by the stub LLM over HTTP. Faults: the LLM failing or absent, FalkorDB killed
+mid-run, the engine killed with SIGKILL mid-job; and a replay into an empty graph."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from stub_llm import StubLLM
+
+from engine.config import Settings
+from engine.graph.server import FalkorServer
+from engine.graph.store import GraphStore
+from engine.process import ServerProcess, free_port
+
+FAST = {
+    "PPS_GRAPH_EPISODE_IDLE_S": "0.3",
+    "PPS_GRAPH_SWEEP_S": "0.1",
+    "PPS_QUEUE_POLL_S": "0.05",
+    "PPS_QUEUE_BACKOFF_INITIAL_S": "0.1",
+    "PPS_QUEUE_BACKOFF_MAX_S": "0.3",
+    "PPS_LLM_TIMEOUT_S": "5",
+    "GRAPH_BACKEND": "falkordb",
+    "GRAPH_URL": "",
+}
+TURNS = [
+    "I moved to Denver with Lyra last spring.",
+    "Lyra likes the Denver mountains.",
+    "Jeff works at Lockheed on satellites.",
+]
+
+
+def llm_env(stub: StubLLM | None) -> dict[str, str]:
+    if stub is None:
+        return {**FAST, "LLM_PROVIDER": "none"}
+    return {
+        **FAST,
+        "LLM_PROVIDER": "openai_compatible",
+        "LLM_BASE_URL": stub.url,
+        "LLM_MODEL": "stub",
+    }
+
+
+def wait_for(predicate, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Entity:
+    """An entity on a server, talking REST like a client would."""
+
+    def __init__(self, server: ServerProcess, name: str, create: bool = True):
+        self.server, self.name = server, name
+        if create:
+            self.token = server.pps("entity", "create", name).strip()
+
+    @property
+    def http(self) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        return httpx.Client(base_url=self.server.url, headers=headers, timeout=30)
+
+    def say(self, *turns: str, session: str = "s1") -> list[str]:
+        events = [
+            {"channel": "terminal", "author": "Jeff", "content": t, "session_id": session}
+            for t in turns
+        ]
+        with self.http as http:
+            stored = http.post("/v1/events", json=events)
+        assert stored.status_code == 200, stored.text
+        return [e["event_uid"] for e in stored.json()["events"]]
+
+    def stats(self) -> dict:
+        with self.http as http:
+            return http.get("/v1/texture/stats").json()
+
+    def search(self, query: str, **extra) -> httpx.Response:
+        with self.http as http:
+            return http.post("/v1/texture/search", json={"query": query, **extra})
+
+    def ingested(self, n: int = 1, timeout: float = 30) -> dict:
+        return wait_for(
+            lambda: (s := self.stats())["episodes"]["ingested"] >= n and s, timeout, "ingestion"
+        )
+
+
+def jobs(server: ServerProcess) -> list[tuple]:
+    with sqlite3.connect(server.data_dir / "pps.sqlite3") as conn:
+        return conn.execute(
+            "SELECT key, state, attempts, last_error FROM jobs WHERE kind = 'graph_episode'"
+            " ORDER BY id"
+        ).fetchall()
+
+
+def graph_episodes(data_dir: Path, entity: str) -> list[str]:
+    """The complete episodes in the graph, read with the server stopped."""
+    settings = Settings(data_dir=data_dir, graph_backend="falkordb", graph_url=None)
+    with FalkorServer(data_dir) as falkordb:
+        store = GraphStore(settings, falkordb=falkordb.connection).start()
+        try:
+            return store.episode_uuids(entity)
+        finally:
+            store.stop()
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubLLM() as llm:
+        yield llm
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, stub):
+    with ServerProcess(tmp_path_factory.mktemp("graph") / "data", env=llm_env(stub)) as proc:
+        yield proc
+
+
+@pytest.fixture
+def healthy(stub):
+    stub.set_mode(None)
+    stub.reset_counts()
+    yield stub
+    stub.set_mode(None)
+
+
+def test_turns_become_facts_traced_to_their_events(server, healthy):
+    lyra = Entity(server, "lyra")
+    uids = lyra.say(*TURNS)
+    stats = lyra.ingested()
+    assert stats["graph"]["episodes"] == 1 and stats["graph"]["facts"] > 0
+    assert stats["usage_today"]["calls"] == healthy.calls > 0
+    found = lyra.search("Denver mountains", limit=5)
+    assert found.status_code == 200 and found.json()["status"] == "ok"
+    facts = found.json()["facts"]
+    assert facts and len(facts) <= 5
+    assert {"uuid", "fact", "valid_at", "invalid_at", "source", "target", "event_uids"} <= set(
+        facts[0]
+    )
+    assert all(f["event_uids"] == uids for f in facts)
+    with lyra.http as http:
+        around = http.get("/v1/texture/explore", params={"entity_name": "Denver", "depth": 2})
+        assert around.status_code == 200
+        assert {"Jeff", "Lyra"} <= {n["name"] for n in around.json()["nodes"]}
+        line = http.get("/v1/texture/timeline", params={"limit": 5}).json()
+        assert [e["event_uids"] for e in line["episodes"]] == [uids]
+        assert line["episodes"][0]["facts"]
+
+
+def test_notes_and_triplets_through_the_queue(server, healthy):
+    nexus = Entity(server, "nexus")
+    with nexus.http as http:
+        note = http.post("/v1/texture", json={"content": "Nexus keeps a garden in Boulder."})
+        trip = http.post(
+            "/v1/texture/triplets",
+            json={"source": "Nexus", "relationship": "LIVES_IN", "target": "Boulder",
+                  "fact": "Nexus lives in Boulder."},
+        )  # fmt: skip
+    assert note.status_code == trip.status_code == 202
+    nexus.ingested(2)
+    facts = nexus.search("Boulder").json()["facts"]
+    by_fact = {f["fact"]: f for f in facts}
+    assert by_fact["Nexus lives in Boulder."]["event_uids"] == [trip.json()["event_uid"]]
+    assert any(f["event_uids"] == [note.json()["event_uid"]] for f in facts)
+
+
+def test_bad_input_names_the_field_and_changes_nothing(server, healthy):
+    orion = Entity(server, "orion")
+    cases = [
+        ("post", "/v1/texture/search", {"json": {"query": "x", "limit": 0}}, "limit"),
+        ("post", "/v1/texture/search", {"json": {"limit": 3}}, "query"),
+        ("post", "/v1/texture/search", {"json": {"query": "x", "since": "soon"}}, "since"),
+        ("post", "/v1/texture/search", {"json": {"query": "x", "colour": 1}}, "colour"),
+        ("get", "/v1/texture/explore", {"params": {"entity_name": "x", "depth": 9}}, "depth"),
+        ("get", "/v1/texture/timeline", {"params": {"limit": 0}}, "limit"),
+        ("post", "/v1/texture", {"json": {"content": "  "}}, "content"),
+        ("post", "/v1/texture/triplets", {"json": {"source": "a", "relationship": "R",
+                                                   "fact": "a r b"}}, "target"),
+    ]  # fmt: skip
+    with orion.http as http:
+        for method, path, kwargs, field in cases:
+            answer = getattr(http, method)(path, **kwargs)
+            assert answer.status_code == 422, (path, answer.text)
+            assert field in {p["field"] for p in answer.json()["problems"]}, (path, answer.text)
+        assert http.delete("/v1/texture/not-a-uuid").status_code == 404
+        assert http.get("/v1/events").json()["events"] == []
+    assert orion.stats()["episodes"] == {"closed": 0, "ingested": 0, "truncated": 0,
+                                         "turns_waiting": 0}  # fmt: skip
+
+
+def test_one_entity_never_reaches_anothers_graph(server, healthy):
+    owner, other = Entity(server, "vega"), Entity(server, "altair")
+    owner.say("Vega plays the Cello in Prague.")
+    owner.ingested()
+    fact = owner.search("Cello Prague").json()["facts"][0]
+    assert other.search("Cello Prague").json()["facts"] == []
+    with other.http as http:
+        assert http.delete(f"/v1/texture/{fact['uuid']}").status_code == 404
+        assert http.get("/v1/texture/explore", params={"entity_name": "Prague"}).status_code == 404
+        assert http.get("/v1/texture/timeline").json()["episodes"] == []
+    assert fact["uuid"] in {f["uuid"] for f in owner.search("Cello Prague").json()["facts"]}
+    with owner.http as http:
+        assert http.delete(f"/v1/texture/{fact['uuid']}").json()["deleted"] == "fact"
+    assert fact["uuid"] not in {f["uuid"] for f in owner.search("Cello Prague").json()["facts"]}
+
+
+def test_llm_500_three_times_then_recovers_lands_once(server, healthy):
+    sirius = Entity(server, "sirius")
+    healthy.fail("500", times=3)
+    sirius.say("Sirius adopted a dog named Rigel in Austin.")
+    stats = sirius.ingested()
+    assert healthy.faults_served["500"] == 3
+    assert stats["graph"]["episodes"] == 1 and stats["jobs"]["done"] == 1
+    ((state, attempts),) = job_states(server, sirius)
+    assert (state, attempts) == ("done", 4)
+
+
+def job_states(server: ServerProcess, entity: Entity) -> list[tuple[str, int]]:
+    """(state, attempts) of the entity's graph jobs, oldest episode first."""
+    with entity.http as http:
+        keys = [e["uuid"] for e in http.get("/v1/texture/timeline").json()["episodes"]][::-1]
+    by_key = {key: (state, attempts) for key, state, attempts, _ in jobs(server)}
+    return [by_key[key] for key in keys]
+
+
+def test_llm_failing_for_good_retries_and_says_why(server, healthy):
+    deneb = Entity(server, "deneb")
+    healthy.set_mode("500")
+    uids = deneb.say("Deneb sings in Oslo.")
+    wait_for(lambda: deneb.stats()["jobs"]["retry"] + deneb.stats()["jobs"]["running"], 10)
+    health = wait_for(
+        lambda: (h := httpx.get(f"{server.url}/health").json())["components"]["llm"]["status"]
+        == "failing" and h, 10, "health to report the failing LLM",
+    )  # fmt: skip
+    assert "500" in health["components"]["llm"]["error"] and health["status"] == "degraded"
+    with deneb.http as http:
+        assert [e["event_uid"] for e in http.get("/v1/events").json()["events"]] == uids
+        assert http.get("/v1/events/search", params={"q": "Oslo"}).json()["results"]
+    assert deneb.search("Oslo").json()["status"] == "ok"
+    healthy.set_mode(None)
+    deneb.ingested()
+    assert httpx.get(f"{server.url}/health").json()["components"]["llm"]["status"] == "ok"
+
+
+def test_without_an_llm_jobs_wait_and_everything_else_works(tmp_path):
+    with ServerProcess(tmp_path / "data", env=llm_env(None)) as server:
+        rigel = Entity(server, "rigel")
+        uids = rigel.say(*TURNS)
+        waiting = wait_for(lambda: (s := rigel.stats())["jobs"]["waiting"] and s, 10, "a pause")
+        assert "LLM_PROVIDER=none" in waiting["paused"]
+        health = httpx.get(f"{server.url}/health")
+        assert health.status_code == 200
+        llm = health.json()["components"]["llm"]
+        assert llm["status"] == "unconfigured" and "graph jobs wait" in llm["reason"]
+        with rigel.http as http:
+            queue = http.get("/v1/queue").json()
+            assert queue["counts"]["waiting"] == 1
+            assert "LLM_PROVIDER=none" in queue["paused"][0]["reason"]
+            assert [e["event_uid"] for e in http.get("/v1/events").json()["events"]] == uids[::-1]
+        assert rigel.search("Denver").json() == {"facts": [], "status": "ok"}
+
+
+def test_falkordb_killed_mid_run_retries_without_duplicates(server, healthy):
+    procyon = Entity(server, "procyon")
+    healthy.set_mode("hang")
+    procyon.say("Procyon builds telescopes in Tucson.", session="a")
+    wait_for(lambda: healthy.calls >= 1, 15, "the job to reach the LLM")
+    pid = int((server.data_dir / "graph" / "falkordb.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    healthy.set_mode(None)  # the hung call fails; the attempt is retried
+    procyon.say("Procyon met Vega in Tucson.", session="b")
+    stats = procyon.ingested(2, timeout=60)
+    health = httpx.get(f"{server.url}/health").json()["components"]["graph"]
+    assert health["status"] == "ok" and health["restarts"] >= 1
+    assert stats["graph"]["episodes"] == 2 == stats["episodes"]["closed"]
+    (first, first_attempts), (second, _) = job_states(server, procyon)
+    assert first == second == "done" and first_attempts >= 2  # it failed, then was retried
+
+
+def test_engine_killed_mid_job_is_reclaimed_and_lands_once(tmp_path, stub):
+    stub.reset_counts()
+    env = {**llm_env(stub), "PPS_QUEUE_LEASE_S": "1.5"}
+    server = ServerProcess(tmp_path / "data", env=env).start()
+    try:
+        altair = Entity(server, "altair")
+        stub.set_mode("hang")
+        altair.say("Altair sails from Lisbon to Madeira.")
+        wait_for(lambda: stub.calls >= 1, 15, "the job to reach the LLM")
+        server.kill()
+        stub.set_mode(None)
+        server.start()
+        stats = altair.ingested(timeout=60)
+        assert stats["graph"]["episodes"] == 1
+        ((_, state, attempts, _),) = jobs(server)
+        assert state == "done" and attempts == 2
+    finally:
+        stub.set_mode(None)
+        server.stop()
+    assert len(graph_episodes(server.data_dir, "altair")) == 1
+
+
+def test_replay_into_an_empty_graph_gives_the_same_episodes(tmp_path, stub):
+    stub.set_mode(None)
+    env = llm_env(stub)
+    with ServerProcess(tmp_path / "data", env=env) as server:
+        mira = Entity(server, "mira")
+        mira.say(*TURNS, session="one")
+        mira.say("Mira studies Orion from Chile.", session="two")
+        mira.ingested(2)
+    data_dir = server.data_dir
+    before = graph_episodes(data_dir, "mira")
+    assert len(before) == 2
+    shutil.rmtree(data_dir / "graph")  # the graph is lost; the log is not
+    with ServerProcess(data_dir, env=env) as server:
+        graph = wait_for(
+            lambda: (g := httpx.get(f"{server.url}/health").json()["components"]["graph"]).get(
+                "warning") and g, 15, "the empty graph to be reported",
+        )  # fmt: skip
+        assert "pps replay graph" in graph["warning"]
+    replay = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "replay", "graph", "--data-dir", str(data_dir)],
+        env={**os.environ, **env, "PPS_PORT": str(free_port())},  # no server there
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert replay.returncode == 0, replay.stderr
+    assert "2 of 2 episodes replayed here" in replay.stdout
+    assert graph_episodes(data_dir, "mira") == before

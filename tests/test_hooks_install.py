@@ -1,0 +1,145 @@
+"""`pps hooks install|uninstall claude-code`: our hooks merged into a settings file that
+already holds other people's, updated in place on a re-install, removed alone; a file
+that is not valid JSON is refused and left byte for byte; the installed command works."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.fixtures_ingest import Transcript, all_events, client_env, pps, token_of
+
+EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
+THEIRS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(git log:*)"]},
+    "env": {"FOO": "bar"},
+    "hooks": {
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hello"}]}
+        ],
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}
+        ],
+        "Stop": [
+            {
+                "hooks": [
+                    {"type": "command", "command": "notify-send done"},
+                    {"type": "command", "command": "npx claude-cortex hook stop"},
+                ]
+            }
+        ],
+    },
+}
+
+
+def install(env, *args):
+    return pps("hooks", "install", "claude-code", *args, env=env)
+
+
+def ours(settings: dict) -> dict[str, list[str]]:
+    """Our commands by event: the ones that end in `hook <Event>`."""
+    found: dict[str, list[str]] = {}
+    for event, groups in settings.get("hooks", {}).items():
+        for group in groups:
+            for hook in group["hooks"]:
+                if hook["command"].endswith(f" hook {event}"):
+                    found.setdefault(event, []).append(hook["command"])
+    return found
+
+
+def test_install_merges_and_uninstall_removes_only_ours(tmp_path):
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    path = project / ".claude" / "settings.local.json"
+    path.write_text(json.dumps(THEIRS, indent=4))
+    env = client_env("http://127.0.0.1:8123", "pps_t", tmp_path)
+
+    done = install(env, "--project", str(project))
+    assert done.returncode == 0, done.stderr
+    settings = json.loads(path.read_text())
+    assert sorted(ours(settings)) == sorted(EVENTS)
+    assert all(len(commands) == 1 for commands in ours(settings).values())
+    for key in ("model", "permissions", "env"):
+        assert settings[key] == THEIRS[key]
+    assert settings["hooks"]["PreToolUse"] == THEIRS["hooks"]["PreToolUse"]
+    assert settings["hooks"]["SessionStart"][0] == THEIRS["hooks"]["SessionStart"][0]
+    assert settings["hooks"]["Stop"][0] == THEIRS["hooks"]["Stop"][0]
+    command = ours(settings)["Stop"][0]
+    assert "PPS_URL=http://127.0.0.1:8123" in command and "PPS_TOKEN_FILE=" in command
+    assert "pps_t" not in command  # the token itself never goes into a settings file
+
+    again = install(env, "--project", str(project))
+    assert again.returncode == 0 and "added none" in again.stdout
+    assert json.loads(path.read_text()) == settings  # idempotent
+
+    moved = client_env("http://127.0.0.1:9999", "pps_t", tmp_path)
+    assert "updated" in install(moved, "--project", str(project)).stdout
+    updated = json.loads(path.read_text())
+    assert all("9999" in c[0] for c in ours(updated).values())
+    assert all(len(c) == 1 for c in ours(updated).values())
+
+    removed = pps("hooks", "uninstall", "claude-code", "--project", str(project), env=env)
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(path.read_text()) == THEIRS
+
+
+def test_install_into_a_new_user_settings_file(tmp_path):
+    home = tmp_path / "home"
+    env = {**client_env("http://127.0.0.1:8123", "pps_t", tmp_path), "HOME": str(home)}
+    done = install(env, "--user")
+    assert done.returncode == 0, done.stderr
+    path = home / ".claude" / "settings.json"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert (home / ".claude").stat().st_mode & 0o777 == 0o700
+    settings = json.loads(path.read_text())
+    assert sorted(settings["hooks"]) == sorted(EVENTS)
+    group = settings["hooks"]["UserPromptSubmit"][0]
+    assert group["hooks"][0]["type"] == "command" and group["hooks"][0]["timeout"] >= 10
+
+    assert pps("hooks", "uninstall", "--user", env=env).returncode == 0
+    assert json.loads(path.read_text()) == {}
+
+
+def test_a_file_that_is_not_json_is_refused_and_left_alone(tmp_path):
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    path = project / ".claude" / "settings.local.json"
+    broken = '{"hooks": {"Stop": [ // a comment\n'
+    path.write_text(broken)
+    env = client_env("http://127.0.0.1:8123", "pps_t", tmp_path)
+    for args in (["hooks", "install", "--project"], ["hooks", "uninstall", "--project"]):
+        done = pps(*args, str(project), env=env)
+        assert done.returncode == 1 and "not valid JSON" in done.stderr
+        assert path.read_text() == broken
+
+
+def test_both_scopes_at_once_are_refused(tmp_path):
+    env = client_env("http://127.0.0.1:8123", "pps_t", tmp_path)
+    done = install(env, "--user", "--project", str(tmp_path))
+    assert done.returncode == 1 and "not both" in done.stderr
+
+
+def test_the_installed_command_captures_a_prompt(make_client, server, tmp_path):
+    api = make_client()
+    env = client_env(server.url, token_of(api), tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    assert install(env, "--project", str(project)).returncode == 0
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
+    command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    transcript = Transcript(tmp_path / "t.jsonl")
+    payload = transcript.payload("UserPromptSubmit", prompt="hello from the settings file")
+    # Claude Code runs the command through a shell, in the project, with its environment
+    # (which carries nothing of ours: the command names the service and the token file).
+    bare = {k: v for k, v in env.items() if not k.startswith("PPS_") or k == "PPS_CLIENT_DIR"}
+    done = subprocess.run(
+        ["bash", "-c", command],
+        input=payload,
+        text=True,
+        capture_output=True,
+        cwd=project,
+        env=bare,
+    )
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert [e["content"] for e in all_events(api)] == ["hello from the settings file"]

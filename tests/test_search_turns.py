@@ -1,0 +1,42 @@
+"""The longform tier: a captured turn's words are searchable at once, and its meaning
+within seconds, once the embed_events job has run."""
+
+from __future__ import annotations
+
+from tests.searching import search, wait_for
+
+
+def turn(uid: str, content: str, **more) -> dict:
+    return {"event_uid": uid, "channel": "discord", "author": "jeff", "content": content, **more}
+
+
+def test_a_turn_is_found_by_its_words_at_once_and_by_meaning_within_seconds(client):
+    sent = client.post(
+        "/v1/events",
+        json=[
+            turn("t-1", "I finally adopted a scruffy terrier from the shelter!", session_id="s"),
+            turn("t-2", "The quarterly report is due on Friday.", session_id="s"),
+        ],
+    )
+    assert sent.status_code == 200
+    at_once = search(client, "scruffy terrier", tiers="longform")["results"]
+    assert at_once[0]["event_uid"] == "t-1"
+    assert at_once[0]["author"] == "jeff" and at_once[0]["channel"] == "discord"
+    assert at_once[0]["created_at"].endswith("Z") and at_once[0]["tier"] == "longform"
+
+    def by_meaning():
+        results = search(client, "getting a new pet dog", tiers="longform")["results"]
+        return results and results[0]["event_uid"] == "t-1"
+
+    wait_for(by_meaning, timeout=20)
+    status = client.get("/v1/queue").json()
+    assert status["counts"]["done"] >= 1 and status["dead"] == []
+
+
+def test_each_request_enqueues_one_embedding_job(client):
+    client.post("/v1/events", json=[turn(f"b-{i}", f"batch line {i}") for i in range(50)])
+    client.post("/v1/events", json=turn("solo", "one more line"))
+    client.post("/v1/events", json=turn("solo", "one more line"))  # a duplicate: no new job
+    wait_for(lambda: client.get("/v1/queue").json()["counts"]["done"] == 2)
+    counts = client.get("/v1/queue").json()["counts"]
+    assert sum(counts.values()) == 2
