@@ -29,7 +29,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine import anchors, chunks, crystals, inventory, search, summaries, texture, timestamps
+from engine import (
+    anchors,
+    chunks,
+    crystals,
+    embeddings,
+    inventory,
+    search,
+    summaries,
+    texture,
+    timestamps,
+)
 from engine.capture import CHANNEL_PATTERN, Event
 from engine.errors import InputError
 from engine.runtime import Runtime
@@ -237,20 +247,22 @@ def _ambient(runtime: Runtime, entity: str, request: RecallRequest):
     settings, db, index, n = runtime.settings, runtime.db, runtime.index, request.limit_per_layer
     context = request.context
 
+    vector = _embed_once(index, context)
+
     def anchor_items() -> list[Item]:
         query = search.SearchRequest(query=context, tiers="shortform,domain", limit=n)
-        found = search.search(index, entity, query)
+        found = search.search(index, entity, query, query_vector=vector)
         return [_search_item("anchors", r) for r in found.results]
 
     def turn_items() -> list[Item]:
         query = search.SearchRequest(query=context, tiers="longform", limit=n)
-        found = search.search(index, entity, query)
+        found = search.search(index, entity, query, query_vector=vector)
         return [_search_item("turns", r) for r in found.results]
 
     def graph_items() -> list[Item]:
-        found = texture.search(
-            runtime.graph, db, entity, texture.SearchQuery(query=context, limit=n)
-        )
+        query = texture.SearchQuery(query=context, limit=n)
+        as_list = None if vector is None else vector.tolist()
+        found = texture.search(runtime.graph, db, entity, query, vector=as_list)
         if found.status != "ok":
             raise LayerDown(found.status)
         return [
@@ -293,6 +305,15 @@ def _ambient(runtime: Runtime, entity: str, request: RecallRequest):
     budgets["graph"] = settings.recall_graph_budget_ms
     results, manifest = _fan_out(layers, budgets)
     return _fuse(results), manifest
+
+
+def _embed_once(index, context: str):
+    """The context as a vector, for every layer that ranks by meaning; None when the
+    model cannot run (those layers then fall back to words)."""
+    try:
+        return index.embedder().embed_one(context)
+    except embeddings.Unavailable:
+        return None
 
 
 class LayerDown(Exception):

@@ -4,6 +4,8 @@ Reading this file tells what runs besides the request handlers."""
 
 from __future__ import annotations
 
+import contextlib
+
 from engine import embeddings, episodes, queue, texture, turns, watch
 from engine.config import Settings
 from engine.db import Database
@@ -34,6 +36,10 @@ class Runtime:
             )
 
     def start(self) -> None:
+        # Load the model now, so the first recall (a hook with a 2 s budget) does not
+        # pay for it; if it cannot load, search falls back to BM25 and says so.
+        with contextlib.suppress(embeddings.Unavailable):
+            embeddings.get(self.settings)
         queue.resume(self.db)
         if self.graph is not None:
             self.graph.start()

@@ -192,19 +192,24 @@ class SearchResponse(BaseModel):
 
 
 def search(
-    index: Index, entity: str, request: SearchRequest, kinds: tuple[str, ...] | None = None
+    index: Index,
+    entity: str,
+    request: SearchRequest,
+    kinds: tuple[str, ...] | None = None,
+    query_vector: np.ndarray | None = None,
 ) -> SearchResponse:
-    """Ranked excerpts of the entity's memory for the request (see the module doc)."""
+    """Ranked excerpts of the entity's memory for the request (see the module doc).
+    `query_vector`: the query embedded already (recall embeds its context once)."""
     request.check()
     categories = index.settings.fragment_categories
     if categories and request.category is not None and request.category not in categories:
         raise InputError.of("category", f"unknown category; known: {', '.join(categories)}")
     where, params, simple = _where(entity, request, kinds)
-    query_vector, fallback = None, None
+    fallback = None
     for attempt in range(3):
         # BM25 runs in another thread while the query is embedded and compared.
         keyword = _keyword_pool.submit(_keyword, index, request.query, where, params)
-        if attempt == 0:
+        if attempt == 0 and query_vector is None:
             query_vector, fallback = _embed_query(index, request.query)
         ranked = _rank(index, entity, request, query_vector, (where, params, simple), keyword)
         results, stale = _materialise(index, entity, ranked, request)
