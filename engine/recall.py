@@ -47,6 +47,7 @@ from engine.runtime import Runtime
 RANK_K = 10
 CHARS_PER_TOKEN = 4
 STARTUP_TURN_CAP = 200
+RECENT_WINDOW = 200  # the latest events looked at for news from other channels
 WEIGHTS = {  # how much a layer's best item counts against another layer's best
     "anchors": 1.0,
     "graph": 0.9,
@@ -111,13 +112,14 @@ Layer = Callable[[], list[Item]]
 
 def recall(runtime: Runtime, entity: str, request: RecallRequest) -> Recall:
     began = time.perf_counter()
-    unsummarized = summaries.unsummarized_count(runtime.db, entity)
+    counting = _pool.submit(summaries.unsummarized_count, runtime.db, entity)
     if request.context.strip().lower() == "startup":
         items, manifest, more = _startup(runtime, entity, request)
         chosen = items  # startup keeps everything it gathered: fidelity over thrift
     else:
         items, manifest = _ambient(runtime, entity, request)
         chosen, more = _trim(items, request.max_tokens), 0
+    unsummarized = counting.result()
     for layer, report in manifest.items():
         kept = [item for item in chosen if item.layer == layer]
         report.count, report.chars = len(kept), sum(len(item.text) for item in kept)
@@ -388,26 +390,21 @@ def _trim(items: list[Item], max_tokens: int) -> list[Item]:
 
 
 def _recent_elsewhere(db, entity: str, request: RecallRequest) -> list[Event]:
-    """The newest turns of each other channel (the caller's own are in its context)."""
+    """The newest turns of each other channel (the caller's own are in its context),
+    at most a few per channel, from the entity's latest activity."""
     quota = max(1, request.limit_per_layer // 2)
-    channels = [
-        row[0]
-        for row in db.conn.execute(
-            "SELECT channel FROM events WHERE entity = ? GROUP BY channel"
-            " ORDER BY MAX(created_at) DESC LIMIT 8",
-            (entity,),
-        )
-        if row[0] != request.channel
-    ]
+    rows = db.conn.execute(
+        "SELECT * FROM events WHERE entity = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+        (entity, RECENT_WINDOW),
+    ).fetchall()
+    taken: dict[str, int] = {}
     found = []
-    for channel in channels:
-        rows = db.conn.execute(
-            "SELECT * FROM events WHERE entity = ? AND channel = ?"
-            " ORDER BY created_at DESC, id DESC LIMIT ?",
-            (entity, channel, quota),
-        ).fetchall()
-        found += [Event.from_row(row) for row in rows]
-    found.sort(key=lambda e: e.created_at, reverse=True)
+    for row in rows:
+        channel = row["channel"]
+        if channel == request.channel or taken.get(channel, 0) >= quota:
+            continue
+        taken[channel] = taken.get(channel, 0) + 1
+        found.append(Event.from_row(row))
     return found[: request.limit_per_layer]
 
 
