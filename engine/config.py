@@ -211,18 +211,22 @@ class Settings(BaseSettings):
         2.0, gt=0, description="A hook returns within this many seconds, whatever happens."
     )
 
-    @field_validator("url", "token", "token_file", "spool_path", mode="before")
-    @classmethod
-    def _blank_client_setting_is_unset(cls, value):
-        """`PPS_TOKEN_FILE=` means not set (an empty path would be the current directory)."""
-        return None if isinstance(value, str) and not value.strip() else value
-
     @field_validator(
-        "graph_url", "llm_base_url", "llm_model", "llm_small_model", "llm_api_key", mode="before"
+        "url",
+        "token",
+        "token_file",
+        "spool_path",
+        "graph_url",
+        "llm_base_url",
+        "llm_model",
+        "llm_small_model",
+        "llm_api_key",
+        mode="before",
     )
     @classmethod
     def _blank_is_unset(cls, value):
-        """`LLM_MODEL=` in .env means not set, as .env.example writes it."""
+        """`LLM_MODEL=` in .env (as .env.example writes it) means not set; an empty path
+        would otherwise be the current directory."""
         return None if isinstance(value, str) and not value.strip() else value
 
     @property
