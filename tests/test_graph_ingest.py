@@ -297,11 +297,12 @@ def test_an_empty_graph_next_to_its_log_is_replayed_when_configured(make_graph, 
     restarted = Graph(settings.model_copy(update={"graph_replay_on_empty": True}), db)
     restarted.start()
     try:
-        wait = time.monotonic() + 10
-        while not restarted.empty_with_log and time.monotonic() < wait:
+        replay = "SELECT * FROM jobs WHERE key LIKE ?", (f"{job.key}/replay-%",)
+        wait = time.monotonic() + 10  # the check and the replay run in the background
+        while not db.conn.execute(*replay).fetchall() and time.monotonic() < wait:
             time.sleep(0.05)
         assert entity in restarted.empty_with_log
-        (row,) = db.conn.execute("SELECT * FROM jobs WHERE key LIKE ?", (f"{job.key}/replay-%",))
+        (row,) = db.conn.execute(*replay)
         texture.handler(restarted, db, settings)(queue.Job.from_row(row))
         assert restarted.store.episode_uuids(entity) == [job.key]
     finally:
