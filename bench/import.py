@@ -81,7 +81,7 @@ def write_transcripts(folder: Path, lines: int, sessions: int, rng: random.Rando
                     "uuid": str(uuid.uuid4()),
                     "sessionId": session,
                     "timestamp": moment.isoformat().replace("+00:00", "Z"),
-                    "cwd": "/home/jeff/pps",
+                    "cwd": "/srv/jeff/pps",
                     "gitBranch": "main",
                     "isSidechain": False,
                 }

@@ -75,7 +75,7 @@ class Transcript:
     them: user prompts, assistant text and tool calls, tool results, and the lines that are
     not turns (summaries, system lines, sidechains, meta, slash-command plumbing)."""
 
-    def __init__(self, path: Path, session: str | None = None, cwd: str = "/home/jeff/pps"):
+    def __init__(self, path: Path, session: str | None = None, cwd: str = "/srv/jeff/pps"):
         self.path = path
         self.session = session or str(uuid.uuid4())
         self.cwd = cwd
