@@ -27,6 +27,7 @@ from pydantic import (
 from engine import episodes, timestamps, turns
 from engine.db import Database
 from engine.errors import FieldProblem, InputError, from_validation
+from engine.words import fts_query
 
 CHANNEL_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
 EVENT_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
@@ -315,14 +316,6 @@ def turns_around(db: Database, entity: str, query: AroundQuery) -> list[Event]:
     want_after = min(len(after), count - want_before)
     rows = list(reversed(before[:want_before])) + after[:want_after]
     return [Event.from_row(row) for row in rows]
-
-
-def fts_query(text: str) -> str | None:
-    """Turn free text into a safe FTS5 query: every word quoted, any of them may match."""
-    words = re.findall(r"\w+", text)
-    if not words:
-        return None
-    return " OR ".join(f'"{word}"' for word in dict.fromkeys(words))
 
 
 def _encode_cursor(event: Event, order: Order) -> str:

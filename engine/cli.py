@@ -40,6 +40,10 @@ Port = Annotated[
     int | None, typer.Option("--port", help="Server port [env: PPS_PORT, default: 8000].")
 ]
 EntityOpt = Annotated[str | None, typer.Option("--entity", help="Only this entity.")]
+Url = Annotated[
+    str | None,
+    typer.Option("--url", help="The service [env: PPS_URL, default: http://127.0.0.1:<port>]."),
+]
 TokenFile = Annotated[
     Path | None, typer.Option("--token-file", help="Also write the token to this file (0600).")
 ]
@@ -244,10 +248,7 @@ def mcp_stdio(
     profile: Annotated[
         str, typer.Option("--profile", help="pps, wordwalker, openclaw or shared-memory.")
     ] = "pps",
-    url: Annotated[
-        str | None,
-        typer.Option("--url", help="The service [env: PPS_URL, default: http://127.0.0.1:<port>]."),
-    ] = None,
+    url: Url = None,
     token_file: Annotated[
         Path | None, typer.Option("--token-file", help="The entity token [env: PPS_TOKEN_FILE].")
     ] = None,
@@ -289,10 +290,6 @@ import_app = typer.Typer(
 )
 app.add_typer(import_app, name="import")
 
-Url = Annotated[
-    str | None,
-    typer.Option("--url", help="The service [env: PPS_URL, default: http://127.0.0.1:<port>]."),
-]
 AttachName = Annotated[str | None, typer.Option("--name", help="Its name (default: the folder's).")]
 
 

@@ -29,6 +29,7 @@ from engine import embeddings, timestamps
 from engine.capture import CHANNEL_PATTERN
 from engine.errors import InputError
 from engine.index import Index
+from engine.words import any_of, keywords
 
 TIERS = ("shortform", "longform", "domain")
 KIND_WEIGHTS = {
@@ -43,21 +44,11 @@ SUPERSEDED_FACTOR = 0.9
 IDENTIFIER_BOOST = 0.3
 CANDIDATES = 200  # from each ranker, before fusion
 RRF_K = 60
-MAX_QUERY_TERMS = 32
 POSTINGS_BUDGET = 10_000  # chunks BM25 ranks at most, about; see _keyword
 
 _keyword_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-bm25")
 TAG_PATTERN = r"^[^\s,][^,\n]{0,63}$"
 
-_STOPWORDS = """a about above after again against all am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having he her here hers herself him himself his how
-    i if in into is it its itself just me more most my myself no nor not now of off on
-    once only or other our ours ourselves out over own same she should so some such than
-    that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves"""
-STOPWORDS = frozenset(_STOPWORDS.split())
 
 _IDENTIFIER = re.compile(
     r"\b[A-Za-z]+-\d+\b"  # ABC-123
@@ -220,13 +211,6 @@ def search(
     return SearchResponse(results=results, fallback=fallback)
 
 
-def keywords(text: str) -> list[str]:
-    """The query's words for FTS5: lowercased, once each, stopwords dropped (unless
-    nothing else is left)."""
-    words = list(dict.fromkeys(re.findall(r"\w+", text.lower())))
-    return ([w for w in words if w not in STOPWORDS] or words)[:MAX_QUERY_TERMS]
-
-
 def identifiers(text: str) -> set[str]:
     """Exact tokens worth matching verbatim: ABC-123, 4+ digit numbers, words with digits."""
     return set(_IDENTIFIER.findall(text))
@@ -337,7 +321,7 @@ def _keyword(index, query, where, params) -> tuple[list[int], dict[int, float]]:
         "SELECT c.id, -search_fts.rank FROM search_fts"
         " JOIN search_chunks c ON c.id = search_fts.rowid"
         f" WHERE search_fts MATCH ? AND {where} ORDER BY search_fts.rank LIMIT ?",
-        [" OR ".join(f'"{w}"' for w in kept), *params, CANDIDATES],
+        [any_of(kept), *params, CANDIDATES],
     ).fetchall()
     return [r[0] for r in rows], {r[0]: max(r[1], 0.0) for r in rows}
 

@@ -14,9 +14,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine import timestamps
-from engine.capture import CHANNEL_PATTERN, Event, fts_query
+from engine.capture import CHANNEL_PATTERN, Event
 from engine.db import Database
 from engine.errors import InputError
+from engine.words import fts_query
 
 WARN_ABOVE = 100
 

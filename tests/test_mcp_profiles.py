@@ -13,6 +13,7 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
+from mcp_bridge import mount
 from tests.mcp_client import ToolFailed, call, session
 from tests.searching import home, wait_for, write
 
@@ -85,15 +86,16 @@ def test_each_profile_lists_exactly_its_seed_tools(mcp, profile):
         assert forget["dry_run"]["default"] is True
 
 
-@pytest.mark.parametrize("profile", sorted(PROFILES))
-def test_each_profile_needs_a_valid_token(server, profile):
+@pytest.mark.parametrize("path", sorted(path for path, _ in mount.PROFILES.values()))
+def test_each_profile_needs_a_valid_token(server, path):
     for headers in ({}, {"Authorization": "Bearer pps_wrong"}):
         response = httpx.post(
-            f"{server.url}/mcp/{profile}",
+            f"{server.url}{path}",
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
             headers=headers,
         )
         assert response.status_code == 401
+        assert response.json()["problems"][0]["field"] == "Authorization"
 
 
 @pytest.mark.parametrize(
