@@ -1,7 +1,7 @@
 """The FastAPI application: lifespan, authentication, and one error shape for every face.
 
 Routes live in `engine.routes.*` and stay thin: parse, call one engine service, shape
-the answer. Every 4xx body is `{"error", "message", "problems": [{"field", "problem"}]}`.
+the answer. Every 4xx (and 503) body is `{"error", "message", "problems": [{"field", "problem"}]}`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ from fastapi.exceptions import RequestValidationError
 
 from engine.config import Settings
 from engine.db import Database
-from engine.errors import Conflict, FieldProblem, InputError, NotFound, from_validation
+from engine.errors import (
+    Conflict,
+    FieldProblem,
+    InputError,
+    NotFound,
+    Unavailable,
+    from_validation,
+)
 from engine.routes import (
     anchors,
     crystals,
@@ -97,6 +104,11 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Conflict)
     async def conflict(request: Request, exc: Conflict):
         return problem_response(409, "conflict", [FieldProblem("body", str(exc))])
+
+    @app.exception_handler(Unavailable)
+    async def unavailable(request: Request, exc: Unavailable):
+        problems = [FieldProblem(exc.component, str(exc))]
+        return problem_response(503, "unavailable", problems, **{"Retry-After": "10"})
 
 
 class BodyLimit:

@@ -90,6 +90,12 @@ class Settings(BaseSettings):
     search_turn_context: int = Field(
         2, ge=0, le=10, description="Neighbouring turns each side whose words also rank a turn."
     )
+    search_ann_min_rows: int = Field(
+        50_000,
+        ge=0,
+        description="Vectors of one entity past which an approximate index serves search"
+        " (built in the background; exact until then). 0: always exact.",
+    )
     search_max_text_bytes: int = Field(
         64 * 1024, ge=256, description="Largest fragment or anchor text (UTF-8)."
     )

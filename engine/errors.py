@@ -34,6 +34,15 @@ class Conflict(ValueError):
     """The request clashes with what is already stored."""
 
 
+class Unavailable(RuntimeError):
+    """A component the request needs (the graph, say) is down now; nothing was changed,
+    and the same request may succeed later."""
+
+    def __init__(self, component: str, problem: str):
+        self.component = component
+        super().__init__(problem)
+
+
 def field_path(loc: list | tuple) -> str:
     """`("events", 0, "content")` -> `events[0].content`."""
     path = ""

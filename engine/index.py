@@ -23,6 +23,7 @@ from datetime import date
 from pathlib import PurePosixPath
 
 import numpy as np
+from pydantic import BaseModel, Field
 
 from engine import chunks, embeddings, homes, timestamps, vectors
 from engine.config import Settings
@@ -50,6 +51,18 @@ class SyncReport:
             setattr(self, outcome, getattr(self, outcome) + 1)
 
 
+class IndexStats(BaseModel):
+    """What the entity's index holds, for GET /v1/search/index."""
+
+    files: int = Field(description="Files of the home indexed.")
+    chunks: int = Field(description="Ranked pieces: file chunks and turns.")
+    vectors: int = Field(description="Chunks embedded with the current model.")
+    model: str
+    approximate_index: str = Field(
+        description="off, below_threshold, building, or ready (serving the dense side)."
+    )
+
+
 class Index:
     """The index over every entity's home and turns, with the vectors held in memory.
     One per process; shared by request threads, workers and the file watcher."""
@@ -57,7 +70,7 @@ class Index:
     def __init__(self, settings: Settings, db: Database):
         self.settings = settings
         self.db = db
-        self.cache = vectors.Cache()
+        self.cache = vectors.Cache(settings.search_ann_min_rows)
         self._warned = False  # about indexing without vectors, once
 
     # --- the embedder ----------------------------------------------------------------
@@ -375,6 +388,20 @@ class Index:
 
     def matrix(self, entity: str) -> vectors.Matrix:
         return self.cache.matrix(self.db.conn, entity, self.model)
+
+    def stats(self, entity: str) -> IndexStats:
+        def count(sql: str, *params) -> int:
+            return self.db.conn.execute(sql, (entity, *params)).fetchone()[0]
+
+        return IndexStats(
+            files=count("SELECT COUNT(*) FROM search_files WHERE entity = ?"),
+            chunks=count("SELECT COUNT(*) FROM search_chunks WHERE entity = ?"),
+            vectors=count(
+                "SELECT COUNT(*) FROM search_vectors WHERE entity = ? AND model = ?", self.model
+            ),
+            model=self.model,
+            approximate_index=self.matrix(entity).index_state,
+        )
 
     # --- everything ------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ RANK_K = 10
 CHARS_PER_TOKEN = 4
 STARTUP_TURN_CAP = 200
 RECENT_WINDOW = 200  # the latest events looked at for news from other channels
+QUERY_CHARS = 4096  # what search and the graph take as a query (the model reads less)
 WEIGHTS = {  # how much a layer's best item counts against another layer's best
     "anchors": 1.0,
     "graph": 0.9,
@@ -247,10 +248,13 @@ def _startup(runtime: Runtime, entity: str, request: RecallRequest):
 
 def _ambient(runtime: Runtime, entity: str, request: RecallRequest):
     settings, db, index, n = runtime.settings, runtime.db, runtime.index, request.limit_per_layer
-    context = request.context
+    context = request.context[:QUERY_CHARS]
 
     vector = _embed_once(index, context)
 
+    # Word-photos and turns are two searches, not one split afterwards: in a single
+    # ranking 100k turns crowd out every word-photo (bench/recall.py's corpus: none of
+    # the 187 kept, even at limit 100).
     def anchor_items() -> list[Item]:
         query = search.SearchRequest(query=context, tiers="shortform,domain", limit=n)
         found = search.search(index, entity, query, query_vector=vector)
@@ -293,7 +297,7 @@ def _ambient(runtime: Runtime, entity: str, request: RecallRequest):
         return [_turn_item(turn, "recent", 1.0) for turn in _recent_elsewhere(db, entity, request)]
 
     def inventory_items() -> list[Item]:
-        return _named_things(db, entity, context)
+        return _named_things(db, entity, request.context)
 
     layers = {
         "anchors": anchor_items,

@@ -282,13 +282,11 @@ def _where(entity: str, request: SearchRequest, kinds) -> tuple[str, list, bool]
 
 def _rank(index, entity, request, query_vector, condition, keyword) -> list[tuple[int, float]]:
     """(chunk id, fused score before adjustments), best first."""
-    cosines = (
-        None if query_vector is None else _cosines(index, entity, request, query_vector, condition)
-    )
+    allowed = None if query_vector is None else _allowed(index, entity, request, condition)
     keyword_order, keyword_scores = keyword.result()
-    if query_vector is None:
+    if allowed is None:
         return _fuse(index.settings, {}, [], keyword_scores, keyword_order, keywords_only=True)
-    dense_order, dense = _dense(cosines, also=keyword_order)
+    dense_order, dense = _dense(*allowed, query_vector, also=keyword_order)
     return _fuse(
         index.settings, dense, dense_order, keyword_scores, keyword_order, keywords_only=False
     )
@@ -326,46 +324,37 @@ def _keyword(index, query, where, params) -> tuple[list[int], dict[int, float]]:
     return [r[0] for r in rows], {r[0]: max(r[1], 0.0) for r in rows}
 
 
-def _cosines(index, entity, request, query_vector, condition):
-    """The query's cosine with every vector of the entity, and which rows the filter
-    allows: (matrix, scores, allowed), or None without vectors."""
+def _allowed(index, entity, request, condition):
+    """The entity's vectors and which of their rows the filter allows: (matrix, mask),
+    or None without vectors."""
     where, params, simple = condition
     matrix = index.matrix(entity)
     if not len(matrix):
         return None
-    scores = matrix.scores(query_vector)
     if simple:
-        allowed = matrix.mask(request.tier_list, request.growth)
-    else:
-        ids = [
-            r[0]
-            for r in index.db.conn.execute(
-                f"SELECT c.id FROM search_chunks c WHERE {where}", params
-            )
-        ]
-        allowed = matrix.alive[: matrix.n] & np.isin(matrix.ids[: matrix.n], ids)
-    return matrix, scores, allowed
+        return matrix, matrix.mask(request.tier_list, request.growth)
+    ids = [
+        r[0]
+        for r in index.db.conn.execute(f"SELECT c.id FROM search_chunks c WHERE {where}", params)
+    ]
+    return matrix, matrix.alive[: matrix.n] & np.isin(matrix.ids[: matrix.n], ids)
 
 
-def _dense(cosines, also) -> tuple[list[int], dict[int, float]]:
+def _dense(matrix, allowed, query_vector, also) -> tuple[list[int], dict[int, float]]:
     """Cosine candidates within the filter, best first, and the cosine of each of them
     and of the chunks in `also` (the keyword candidates)."""
-    if cosines is None:
-        return [], {}
-    matrix, scores, allowed = cosines
-    positions = np.flatnonzero(allowed)
-    if not len(positions):
-        return [], {}
-    chosen = scores[positions]
-    top = min(CANDIDATES, len(positions))
-    best = np.argpartition(-chosen, top - 1)[:top]
-    best = positions[best[np.argsort(-chosen[best], kind="stable")]]
-    order = [int(matrix.ids[p]) for p in best]
-    cosine = {int(matrix.ids[p]): float(scores[p]) for p in best}
-    for chunk_id in also:
-        position = matrix.where.get(chunk_id)
-        if position is not None and allowed[position]:
-            cosine.setdefault(chunk_id, float(scores[position]))
+    positions, scores = matrix.nearest(query_vector, allowed, CANDIDATES)
+    order = [int(i) for i in matrix.ids[positions]]
+    cosine = dict(zip(order, (float(s) for s in scores), strict=True))
+    extra = [
+        p
+        for p in (matrix.where.get(i) for i in also if i not in cosine)
+        if p is not None and p < len(allowed) and allowed[p]
+    ]
+    if extra:
+        extra_scores = matrix.cosines(query_vector, np.asarray(extra))
+        for position, score in zip(extra, extra_scores, strict=True):
+            cosine[int(matrix.ids[position])] = float(score)
     return order, cosine
 
 

@@ -16,10 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from engine import timestamps
 from engine.capture import CHANNEL_PATTERN, Event
 from engine.db import Database
-from engine.errors import InputError
+from engine.errors import Conflict, InputError
 from engine.words import fts_query
 
 WARN_ABOVE = 100
+SUMMARY_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
 
 # Events not inside any summary of the same entity whose channels include theirs.
 _UNSUMMARIZED = (
@@ -28,6 +29,8 @@ _UNSUMMARIZED = (
     " AND (s.channels IS NULL OR EXISTS"
     "  (SELECT 1 FROM json_each(s.channels) c WHERE c.value = e.channel)))"
 )
+# Events of the channels in a JSON list (bound twice), or of every channel when NULL.
+_IN_CHANNELS = "(? IS NULL OR EXISTS (SELECT 1 FROM json_each(?) c WHERE c.value = e.channel))"
 
 
 class SummaryIn(BaseModel):
@@ -39,7 +42,7 @@ class SummaryIn(BaseModel):
     channels: list[Annotated[str, Field(pattern=CHANNEL_PATTERN)]] | None = Field(
         None, description="Only events of these channels are covered; default: every channel."
     )
-    summary_type: str = Field("message", pattern=r"^[a-z0-9][a-z0-9_.:-]{0,63}$")
+    summary_type: str = Field("message", pattern=SUMMARY_TYPE_PATTERN)
 
     @model_validator(mode="after")
     def _range(self) -> SummaryIn:
@@ -97,8 +100,35 @@ class TurnsSince(BaseModel):
     summaries: list[Summary]
 
 
-def store(db: Database, entity: str, summary: SummaryIn) -> Summary:
-    """Record a summary of an event range; the range's ends must be this entity's events."""
+class Batch(BaseModel):
+    """The next turns to summarize: the oldest unsummarized ones by id."""
+
+    turns: list[Event]
+    unsummarized: int
+
+    @property
+    def start_id(self) -> int | None:
+        return self.turns[0].id if self.turns else None
+
+    @property
+    def end_id(self) -> int | None:
+        return self.turns[-1].id if self.turns else None
+
+    @property
+    def channels(self) -> list[str]:
+        return sorted({turn.channel for turn in self.turns})
+
+
+def store(
+    db: Database, entity: str, summary: SummaryIn, written_from: list[int] | None = None
+) -> Summary:
+    """Record a summary of an event range; the range's ends must be this entity's events.
+
+    `written_from` is the ids of the turns the summary was written from, read before it
+    was written: if the range's unsummarized turns are no longer exactly those (another
+    summary took some meanwhile), nothing is stored and Conflict says so. The check runs
+    in the same transaction as the insert, so two writers cannot both pass it.
+    """
     with db.write() as conn:
         for field in ("start_id", "end_id"):
             found = conn.execute(
@@ -108,10 +138,21 @@ def store(db: Database, entity: str, summary: SummaryIn) -> Summary:
             if found is None:
                 raise InputError.of(field, f"no event with id {getattr(summary, field)}")
         channels = json.dumps(summary.channels) if summary.channels else None
+        if written_from is not None:
+            open_ids = conn.execute(
+                "SELECT id FROM events e WHERE e.entity = ? AND e.id BETWEEN ? AND ?"
+                f" AND {_IN_CHANNELS} AND {_UNSUMMARIZED} ORDER BY id",
+                (entity, summary.start_id, summary.end_id, channels, channels),
+            ).fetchall()
+            if [row[0] for row in open_ids] != sorted(written_from):
+                raise Conflict(
+                    f"turns {summary.start_id}..{summary.end_id} were summarized by another"
+                    " call while this summary was written: nothing stored; call again for"
+                    " the turns still unsummarized"
+                )
         count, first_at, last_at = conn.execute(
             "SELECT COUNT(*), MIN(created_at), MAX(created_at) FROM events e"
-            " WHERE entity = ? AND id BETWEEN ? AND ?"
-            " AND (? IS NULL OR EXISTS (SELECT 1 FROM json_each(?) c WHERE c.value = e.channel))",
+            f" WHERE entity = ? AND id BETWEEN ? AND ? AND {_IN_CHANNELS}",
             (entity, summary.start_id, summary.end_id, channels, channels),
         ).fetchone()
         row = conn.execute(
@@ -221,6 +262,24 @@ def turns_since_summary(
     total = unsummarized_count(db, entity, channel)
     return TurnsSinceSummary(
         turns=[Event.from_row(row) for row in rows], unsummarized=total, warning=warning(total)
+    )
+
+
+def next_batch(db: Database, entity: str, limit: int) -> Batch:
+    """The oldest `limit` unsummarized turns by id, for summarize_messages.
+
+    By id, not by time: a summary covers an id range, and only a prefix in id order
+    guarantees that the range holds no unsummarized turn outside the batch (an import can
+    store old turns with new ids). A turn stored after this read gets a higher id, so a
+    summary of the batch never covers it.
+    """
+    rows = db.conn.execute(
+        f"SELECT * FROM events e WHERE e.entity = ? AND {_UNSUMMARIZED} ORDER BY id LIMIT ?",
+        (entity, limit),
+    ).fetchall()
+    return Batch(
+        turns=[Event.from_row(row) for row in rows],
+        unsummarized=unsummarized_count(db, entity),
     )
 
 

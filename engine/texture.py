@@ -24,7 +24,8 @@ from engine import capture, episodes, queue, timestamps
 from engine.capture import EventIn, Moment
 from engine.config import Settings
 from engine.db import Database
-from engine.errors import Conflict, NotFound
+from engine.errors import Conflict, NotFound, Unavailable
+from engine.graph import Fact, Node
 
 log = logging.getLogger("pps.texture")
 
@@ -86,17 +87,10 @@ class TripletIn(_Query):
 # --- what callers get ---
 
 
-class FactOut(BaseModel):
-    uuid: str
-    fact: str
-    name: str
-    valid_at: str | None
-    invalid_at: str | None
-    created_at: str | None
-    source: str
-    target: str
-    episodes: list[str]
-    event_uids: list[str]
+class FactOut(Fact):
+    """A fact as callers get it: traced to the events it came from."""
+
+    event_uids: list[str] = Field(description="The events (layer 1) the fact came from.")
 
 
 class SearchResult(BaseModel):
@@ -104,16 +98,9 @@ class SearchResult(BaseModel):
     status: str = Field(description="ok, disabled (no graph configured) or unavailable: why.")
 
 
-class NodeOut(BaseModel):
-    uuid: str
-    name: str
-    summary: str
-    labels: list[str]
-
-
 class Exploration(BaseModel):
-    center: NodeOut | None
-    nodes: list[NodeOut]
+    center: Node | None
+    nodes: list[Node]
     facts: list[FactOut]
     status: str
 
@@ -186,8 +173,8 @@ def explore(graph, db: Database, entity: str, query: ExploreQuery) -> Exploratio
     if found.center is None:
         raise NotFound(f"no entity named {query.entity_name!r} in the graph")
     return Exploration(
-        center=NodeOut(**vars(found.center)),
-        nodes=[NodeOut(**vars(n)) for n in found.nodes],
+        center=found.center,
+        nodes=found.nodes,
         facts=_with_events(db, entity, found.facts),
         status="ok",
     )
@@ -309,10 +296,20 @@ def _accept(db: Database, entity: str, event: EventIn) -> Accepted:
 def delete(graph, db: Database, entity: str, uuid: str) -> Deleted:
     """Delete a fact, an entity node or an episode from this entity's graph. The log
     keeps its events. A deleted episode stays out of replays; a deleted fact or entity
-    comes back if a replay extracts it again."""
-    if graph is None or graph.store is None:
+    comes back if a replay extracts it again. A graph that is down raises Unavailable
+    (503): unlike a read, a delete cannot answer with less."""
+    from engine.graph.store import GraphUnavailable
+
+    status = _status(graph)
+    if status == "disabled":
         raise NotFound("no graph is configured (GRAPH_BACKEND=none)")
-    kind = graph.store.delete(entity, uuid)
+    down = "the graph is down; nothing was deleted; retry later"
+    if status != "ok":
+        raise Unavailable("graph", f"{down} ({status})")
+    try:
+        kind = graph.store.delete(entity, uuid)
+    except GraphUnavailable as exc:
+        raise Unavailable("graph", f"{down} ({_unavailable(exc)})") from exc
     if kind is None:
         raise NotFound(f"no fact, entity or episode {uuid!r} in this entity's graph")
     if kind == "episode":
@@ -528,7 +525,7 @@ def _status(graph) -> str:
 
 
 def _unavailable(exc: Exception) -> str:
-    log.warning("graph read failed: %s", exc)
+    log.warning("the graph did not answer: %s", exc)
     return f"unavailable: {exc}"
 
 
@@ -537,8 +534,7 @@ def _with_events(db: Database, entity: str, facts) -> list[FactOut]:
     out = []
     for f in facts:
         uids = list(dict.fromkeys(uid for ep in f.episodes for uid in sources.get(ep, [])))
-        data = {k: getattr(f, k) for k in FactOut.model_fields if k != "event_uids"}
-        out.append(FactOut(**data, event_uids=uids))
+        out.append(FactOut(**f.model_dump(), event_uids=uids))
     return out
 
 

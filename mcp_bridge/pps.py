@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 from engine import (
     anchors,
@@ -21,9 +22,10 @@ from engine import (
     queue,
     recall,
     summaries,
+    summarize,
     texture,
 )
-from engine.errors import InputError
+from engine.errors import InputError, Unavailable
 from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, caller, tool_errors
 
 INSTRUCTIONS = """Pattern persistence: one memory across every channel you live in.
@@ -265,10 +267,14 @@ def build() -> MCPServer:
 
     @tool(annotations=DELETE)
     def texture_delete(ctx: Context, uuid: str) -> dict:
-        """Delete a fact, an entity or an episode from your graph by its uuid."""
+        """Delete a fact, an entity or an episode from your graph by its uuid. If the graph
+        is down nothing is deleted and the error says so: try again later."""
         me = caller(ctx)
         with tool_errors():
-            return texture.delete(me.runtime.graph, me.db, me.entity, uuid).model_dump()
+            try:
+                return texture.delete(me.runtime.graph, me.db, me.entity, uuid).model_dump()
+            except Unavailable as exc:
+                raise ToolError(f"unavailable: {exc}") from None
 
     # --- layer 4: summaries ---
 
@@ -294,30 +300,19 @@ def build() -> MCPServer:
             )
             return summaries.store(me.db, me.entity, summary).model_dump()
 
-    @tool(annotations=READ)
+    @tool(annotations=WRITE)
     def summarize_messages(ctx: Context, limit: int = 50, summary_type: str = "message") -> dict:
-        """Compress the oldest unsummarized turns. With no summarizing LLM configured this
-        returns the turns and their id range: write the summary yourself and call
-        store_summary with it."""
+        """Compress the oldest `limit` unsummarized turns into one summary. With an LLM
+        configured the summary is written and stored here: you get its id, the id range it
+        covers and how many turns are still unsummarized. With none, you get the turns and
+        their id range: write the summary yourself and call store_summary with it."""
         me = caller(ctx)
         with tool_errors():
-            _check_page(limit, 0)
-            page = summaries.turns_since_summary(me.db, me.entity, limit)
-        turns = page.turns
-        return {
-            "summarized": False,
-            "message": (
-                "No summarizing LLM is configured: summarize these turns and call store_summary"
-                f" with start_id={turns[0].id} and end_id={turns[-1].id}"
-                if turns
-                else "Nothing to summarize."
-            ),
-            "summary_type": summary_type,
-            "start_id": turns[0].id if turns else None,
-            "end_id": turns[-1].id if turns else None,
-            "turns": [turn.model_dump() for turn in turns],
-            "unsummarized": page.unsummarized,
-        }
+            request = summarize.SummarizeRequest(limit=limit, summary_type=summary_type)
+            try:
+                return summarize.summarize(me.db, me.settings, me.entity, request).model_dump()
+            except (summarize.Failed, Unavailable) as exc:
+                raise ToolError(f"summarize failed: {exc}") from None
 
     @tool(annotations=READ)
     def get_recent_summaries(ctx: Context, limit: int = 5) -> dict:

@@ -4,8 +4,10 @@ The only stand-in the tests allow. It answers each Graphiti prompt with JSON tha
 valid for that prompt's response model (named in `response_format`, or, in json_object
 mode, by the schema Graphiti appends to the prompt): entities are the capitalised words
 of the current message, facts join the entities that share a sentence, and a duplicate
-is an exact name (or fact) match. It can be told to answer 429, 500, 401, hang, or
-return garbage, for the next N calls or until told otherwise, and it counts calls.
+is an exact name (or fact) match; a summary (summarize_messages) repeats the turns it was
+given. It can be told to answer 429, 500, 401, hang, garbage, a wrong shape, an empty
+answer (the schema's smallest value), or slowly (`slow_s`, then normally), for the next N
+calls or until told otherwise, and it counts calls.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULTS = ("429", "500", "401", "hang", "garbage", "wrong_shape")
+FAULTS = ("429", "500", "401", "hang", "garbage", "wrong_shape", "empty", "slow")
 _STOP = frozenset(
     re.findall(
         r"\w+",
@@ -41,6 +43,7 @@ class StubLLM:
     def __init__(self, *, llama_cpp: bool = False, model: str = "stub-extractor"):
         self.llama_cpp = llama_cpp
         self.model = model
+        self.slow_s = 1.0
         self.calls = 0
         self.by_prompt: Counter[str] = Counter()
         self.faults_served: Counter[str] = Counter()
@@ -118,6 +121,8 @@ class StubLLM:
             return 503, _error("released from a hang", 503)
         if fault in ("429", "500", "401"):
             return int(fault), _error(f"stub fault {fault}", int(fault))
+        if fault == "slow":
+            time.sleep(self.slow_s)
         messages = request.get("messages") or []
         prompt = "\n".join(m.get("content") or "" for m in messages)
         schema = _schema(fmt, prompt)
@@ -126,6 +131,8 @@ class StubLLM:
             content = "I'm sorry, as a language model {not json"
         elif fault == "wrong_shape":
             content = json.dumps({"unexpected": True})
+        elif fault == "empty":
+            content = json.dumps(minimal(schema or {}, (schema or {}).get("$defs", {})))
         else:
             content = json.dumps(answer(title, schema, prompt))
             with self._lock:
@@ -249,6 +256,9 @@ def answer(title: str, schema: dict | None, prompt: str) -> Any:
         return {"duplicate_facts": [i for i in same if i is not None], "contradicted_facts": []}
     if title == "SummarizedEntities":
         return {"summaries": []}
+    if title == "MessageSummary":
+        turns = (tags.get("TURNS") or "").splitlines()
+        return {"summary": f"Summary of {len(turns)} turns: " + " / ".join(turns)}
     return minimal(schema or {}, (schema or {}).get("$defs", {}))
 
 

@@ -1,6 +1,7 @@
 """Layer 3 end to end: a real `pps serve` (its own embedded FalkorDB, the real embedding
 model) fed by the stub LLM over HTTP. Faults: the LLM failing or absent, FalkorDB killed
-mid-run, the engine killed with SIGKILL mid-job; and a replay into an empty graph."""
+mid-run or down for a delete, the engine killed with SIGKILL mid-job; and a replay into
+an empty graph."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from mcp_client import ToolFailed, call, session
 from stub_llm import StubLLM
 
 from engine.config import Settings
@@ -287,6 +289,48 @@ def test_falkordb_killed_mid_run_retries_without_duplicates(server, healthy):
     assert stats["graph"]["episodes"] == 2 == stats["episodes"]["closed"]
     (first, first_attempts), (second, _) = job_states(server, procyon)
     assert first == second == "done" and first_attempts >= 2  # it failed, then was retried
+
+
+def test_delete_with_the_graph_down_answers_503_and_deletes_nothing(tmp_path, healthy):
+    # A FalkorDB of the test's own (GRAPH_URL), so that it stays down: the embedded one
+    # is restarted by the engine within a second.
+    falkordb = FalkorServer(tmp_path / "falkordb").start()
+    where = (
+        f"redis://127.0.0.1:{falkordb.port}" if falkordb.port else f"unix://{falkordb.socket_path}"
+    )
+    env = {**llm_env(healthy), "GRAPH_URL": where}
+    try:
+        with ServerProcess(tmp_path / "data", env=env) as server:
+            deneb = Entity(server, "deneb")
+            with deneb.http as http:
+                http.post("/v1/texture/triplets", json={"source": "Deneb", "target": "Oslo",
+                          "relationship": "LIVES_IN", "fact": "Deneb lives in Oslo."})  # fmt: skip
+            deneb.ingested()
+            (fact,) = deneb.search("Deneb Oslo").json()["facts"]
+            falkordb.stop()
+
+            with deneb.http as http:
+                answer = http.delete(f"/v1/texture/{fact['uuid']}")
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["error"] == "unavailable"
+            assert "the graph is down; nothing was deleted; retry later" in answer.text
+
+            async def delete_by_mcp(client) -> str:
+                with pytest.raises(ToolFailed) as refused:
+                    await call(client, "texture_delete", uuid=fact["uuid"])
+                return str(refused.value)
+
+            refused = session(f"{server.url}/mcp", deneb.token, delete_by_mcp)
+            assert "the graph is down; nothing was deleted; retry later" in refused
+            assert deneb.search("Deneb Oslo").json()["status"].startswith("unavailable")
+
+            falkordb.start()
+            assert [f["uuid"] for f in deneb.search("Deneb Oslo").json()["facts"]] == [fact["uuid"]]
+            with deneb.http as http:
+                assert http.delete(f"/v1/texture/{fact['uuid']}").json()["deleted"] == "fact"
+            assert deneb.search("Deneb Oslo").json() == {"facts": [], "status": "ok"}
+    finally:
+        falkordb.stop()
 
 
 def test_engine_killed_mid_job_is_reclaimed_and_lands_once(tmp_path, stub):

@@ -139,6 +139,15 @@ def test_a_moment_recalls_across_layers_with_sources(lyra):
     assert all(item["signals"] is None for item in answer["items"])
 
 
+def test_a_long_moment_still_searches_every_layer(lyra):
+    # Longer than a search query may be (4,096 characters): recall searches its start.
+    context = "pull on that comfy robe. " + "Then we talked about the weather. " * 200
+    answer = recall(lyra, context=context, channel="discord")
+    manifest = answer["manifest"]
+    assert manifest["anchors"]["status"] == manifest["turns"]["status"] == "ok", manifest
+    assert any(i["source"].get("event_uid") == "t1" for i in answer["items"])
+
+
 def test_trace_shows_why_and_the_budget_trims(lyra):
     long_story = "The robe again: " + "soft blue folds, warm evenings, the fire. " * 30
     saved = lyra.post("/v1/anchors", json={"title": "Robe evenings", "content": long_story})

@@ -124,3 +124,22 @@ def test_summaries_are_per_entity(make_client):
     assert b.get("/v1/summaries").json()["summaries"] == []
     assert b.get("/v1/summaries/search", params={"query": "robe"}).json()["results"] == []
     assert b.get("/v1/summaries/stats").json()["summaries"] == 0
+
+
+def test_without_an_llm_summarize_returns_the_oldest_turns_by_id(client):
+    ids = _turns(client, 3)
+    # An import stores an old turn with a new id: a summary of ids[0]..ids[1] must not
+    # cover it unseen, so the batch is the oldest by id, not by time.
+    imported = client.post(
+        "/v1/events",
+        json=[{"channel": "discord", "content": "from 2001", "created_at": "2001-01-01T00:00:00Z"}],
+    ).json()["events"][0]["id"]
+    todo = client.post("/v1/summaries/summarize", json={"limit": 2}).json()
+    assert todo["summarized"] is False and "call store_summary" in todo["message"]
+    assert [t["id"] for t in todo["turns"]] == ids[:2]
+    assert (todo["start_id"], todo["end_id"], todo["unsummarized"]) == (ids[0], ids[1], 4)
+    client.post("/v1/summaries", json={"summary_text": "two", "start_id": ids[0], "end_id": ids[1]})
+    assert [t["id"] for t in client.get("/v1/turns/since-summary").json()["turns"]] == [
+        imported,
+        ids[2],
+    ]

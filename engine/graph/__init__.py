@@ -19,6 +19,8 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from pydantic import BaseModel, Field
+
 from engine import episodes, queue
 from engine.config import Settings
 from engine.db import Database
@@ -30,6 +32,31 @@ log = logging.getLogger("pps.graph")
 
 BUDGET_SPENT = "daily LLM budget spent"
 _BUDGET_CHECK_S = 60.0
+
+
+class Fact(BaseModel):
+    """A fact (an edge between two entities) as the store reads it; engine.texture's
+    answers extend it with the events it came from. Here, not in the store, so that
+    the services can name it without importing Graphiti."""
+
+    uuid: str
+    fact: str
+    name: str = Field(description="The relationship, e.g. WORKS_AT.")
+    valid_at: str | None = Field(description="When it became true, if known.")
+    invalid_at: str | None = Field(description="When it stopped being true, if it did.")
+    created_at: str | None
+    source: str = Field(description="The entity it is about.")
+    target: str
+    episodes: list[str] = Field(description="The graph episodes it was extracted from.")
+
+
+class Node(BaseModel):
+    """An entity node of the graph (a person, place, thing)."""
+
+    uuid: str
+    name: str
+    summary: str
+    labels: list[str]
 
 
 class Graph:

@@ -14,11 +14,12 @@ Three choices keep failures visible to the queue instead of hidden inside Graphi
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import anthropic
@@ -27,8 +28,11 @@ import openai
 from graphiti_core.llm_client import LLMClient
 from graphiti_core.llm_client.anthropic_client import AnthropicClient
 from graphiti_core.llm_client.config import LLMConfig
+from graphiti_core.llm_client.errors import EmptyResponseError, RateLimitError, RefusalError
 from graphiti_core.llm_client.openai_client import OpenAIClient
 from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
+from graphiti_core.prompts.models import Message
+from pydantic import BaseModel, ValidationError
 
 from engine.config import Settings
 
@@ -43,6 +47,20 @@ NOT_CONFIGURED = (
 
 class NotConfigured(RuntimeError):
     """Raised by the placeholder client when LLM_PROVIDER=none."""
+
+
+class Failed(RuntimeError):
+    """`ask` got no usable answer. The message names the cause for a person to act on;
+    `unavailable` is True when no answer came at all (timeout, unreachable, rate limit:
+    worth trying later) and False when one came but was unusable (an error status,
+    text that is not the JSON asked for)."""
+
+    def __init__(self, reason: str, *, unavailable: bool):
+        super().__init__(reason)
+        self.unavailable = unavailable
+
+
+Answer = TypeVar("Answer", bound=BaseModel)
 
 
 @dataclass
@@ -179,6 +197,73 @@ def client(settings: Settings) -> LLMClient:
     if mode == "auto":
         mode = detect_response_format(settings)
     return _Compatible(config, sdk, mode)
+
+
+def ask(settings: Settings, system: str, prompt: str, answer: type[Answer], usage: Usage) -> Answer:
+    """One structured answer from the configured LLM, for a caller that waits for it (an
+    MCP tool, a REST request) rather than a queued job.
+
+    It goes through the same client as extraction, so every provider and structured-output
+    dialect works and the calls are metered into `usage`. The whole exchange, Graphiti's
+    own re-prompting on an unparseable reply included, is bounded by PPS_LLM_TIMEOUT_S.
+    Raises NotConfigured when LLM_PROVIDER=none and Failed for everything else.
+    """
+    if settings.llm_provider == "none":
+        raise NotConfigured(NOT_CONFIGURED)
+    return asyncio.run(_ask(client(settings), settings, system, prompt, answer, usage))
+
+
+async def _ask(
+    llm: LLMClient, settings: Settings, system: str, prompt: str, answer: type[Answer], usage: Usage
+) -> Answer:
+    count_into(usage)
+    messages = [Message(role="system", content=system), Message(role="user", content=prompt)]
+    try:
+        reply = await asyncio.wait_for(
+            llm.generate_response(messages, answer, prompt_name=answer.__name__),
+            settings.llm_timeout_s,
+        )
+        return answer.model_validate(reply)
+    except Exception as exc:
+        raise _failure(exc, settings) from exc
+    finally:
+        await llm.client.close()
+
+
+def _failure(exc: BaseException, settings: Settings) -> Failed:
+    """What went wrong, in words, from the SDK's exception (or the ones it caused)."""
+    reason = refusal(exc)
+    if reason is not None:
+        return Failed(reason, unavailable=False)
+    base = settings.llm_base_url
+    host = urlsplit(base).netloc if base else f"the {settings.llm_provider} API"
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, TimeoutError | openai.APITimeoutError | anthropic.APITimeoutError):
+            return Failed(
+                f"the LLM did not answer within {settings.llm_timeout_s:g}s (PPS_LLM_TIMEOUT_S)",
+                unavailable=True,
+            )
+        if isinstance(error, RateLimitError | openai.RateLimitError | anthropic.RateLimitError):
+            return Failed("the LLM is rate-limiting us (429): try again later", unavailable=True)
+        if isinstance(error, openai.APIConnectionError | anthropic.APIConnectionError):
+            return Failed(f"could not reach the LLM at {host}", unavailable=True)
+        if isinstance(error, openai.APIStatusError | anthropic.APIStatusError):
+            return Failed(
+                f"the LLM answered {error.status_code}: {error.message}"[:300], unavailable=False
+            )
+        if isinstance(error, ValidationError | ValueError | EmptyResponseError | RefusalError):
+            # json.JSONDecodeError is a ValueError: a reply that is not the JSON asked for.
+            return Failed(
+                f"the LLM's reply was not the answer asked for ({type(error).__name__}: {error})"[
+                    :300
+                ],
+                unavailable=False,
+            )
+        error = error.__cause__ or error.__context__
+    return Failed(f"the LLM call failed: {type(exc).__name__}: {exc}"[:300], unavailable=False)
 
 
 def detect_response_format(settings: Settings) -> str:

@@ -1,10 +1,12 @@
-"""Search over REST: POST /v1/search (every tier, one ranking)."""
+"""Search over REST: POST /v1/search (every tier, one ranking); GET /v1/search/index
+(what the entity's index holds)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
 from engine import search
+from engine.index import IndexStats
 from engine.routes.deps import CurrentEntity, SearchIndex
 from engine.search import SearchRequest, SearchResponse
 
@@ -17,3 +19,8 @@ router = APIRouter(prefix="/v1", tags=["search"])
 )
 def post_search(body: SearchRequest, entity: CurrentEntity, index: SearchIndex) -> SearchResponse:
     return search.search(index, entity, body)
+
+
+@router.get("/search/index", summary="What the entity's search index holds")
+def index_stats(entity: CurrentEntity, index: SearchIndex) -> IndexStats:
+    return index.stats(entity)

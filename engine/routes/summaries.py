@@ -7,9 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
-from engine import summaries
+from engine import summaries, summarize
 from engine.capture import CHANNEL_PATTERN
-from engine.routes.deps import DB, CurrentEntity
+from engine.errors import FieldProblem
+from engine.routes.deps import DB, AppSettings, CurrentEntity, problem_response
 from engine.summaries import (
     Summary,
     SummaryHit,
@@ -33,6 +34,26 @@ class SummaryHits(BaseModel):
 @router.post("/summaries", summary="Store a summary of an event range (marks it summarized)")
 def store_summary(body: SummaryIn, entity: CurrentEntity, db: DB) -> Summary:
     return summaries.store(db, entity, body)
+
+
+@router.post(
+    "/summaries/summarize",
+    summary="Summarize the oldest unsummarized turns with the configured LLM",
+    responses={
+        502: {"description": "The LLM answered, unusably: nothing stored"},
+        503: {"description": "No answer from the LLM (or its daily budget is spent)"},
+    },
+)
+def summarize_messages(
+    body: summarize.SummarizeRequest, entity: CurrentEntity, db: DB, settings: AppSettings
+) -> summarize.Summarized:
+    """Without an LLM the turns come back (`summarized: false`) to summarize and store
+    with POST /v1/summaries. No answer from the LLM is a 503 (Unavailable, as every
+    route answers it); an unusable answer is a 502."""
+    try:
+        return summarize.summarize(db, settings, entity, body)
+    except summarize.Failed as exc:
+        return problem_response(502, "bad_llm_answer", [FieldProblem("llm", str(exc))])
 
 
 @router.get("/summaries", summary="The newest summaries, oldest of them first")

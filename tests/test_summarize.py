@@ -1,0 +1,208 @@
+"""summarize_messages with an LLM: a real `pps serve` asks the stub LLM (over the real
+OpenAI-compatible wire) for a summary of the oldest unsummarized turns and stores it.
+Faults: the LLM failing in every way stores nothing; turns stored while it thinks stay
+unsummarized; two calls at once never cover the same turns; the daily budget holds."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from mcp_client import ToolFailed, call, session
+from stub_llm import StubLLM
+
+from engine.process import ServerProcess
+
+DAILY_CALLS = 4  # per entity: every test here but the budget's stays under it
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubLLM() as llm:
+        yield llm
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, stub):
+    env = {
+        "GRAPH_BACKEND": "none",
+        "LLM_PROVIDER": "openai_compatible",
+        "LLM_BASE_URL": stub.url,
+        "LLM_MODEL": "stub",
+        "PPS_LLM_TIMEOUT_S": "2",
+        "PPS_GRAPH_DAILY_CALLS": str(DAILY_CALLS),
+    }
+    with ServerProcess(tmp_path_factory.mktemp("summarize") / "data", env=env) as proc:
+        yield proc
+
+
+@pytest.fixture(autouse=True)
+def healthy(stub):
+    stub.set_mode(None)
+    stub.slow_s = 1.0
+    yield
+    stub.set_mode(None)
+
+
+def say(client, *contents, author="Jeff", created_at=None) -> list[int]:
+    events = [
+        {"channel": "terminal", "author": author, "content": c, "created_at": created_at}
+        for c in contents
+    ]
+    response = client.post("/v1/events", json=events)
+    assert response.status_code == 200, response.text
+    return [ack["id"] for ack in response.json()["events"]]
+
+
+def summarize(client, **body):
+    return client.post("/v1/summaries/summarize", json=body)
+
+
+def unsummarized_ids(client) -> list[int]:
+    return [t["id"] for t in client.get("/v1/turns/since-summary").json()["turns"]]
+
+
+def test_the_oldest_turns_become_a_stored_summary(client, stub):
+    ids = say(client, "I moved to Denver in May.", "We chose the blue robe.", "Lyra laughed.")
+    ids += say(client, "Tomorrow we bake bread.", "Goodnight.")
+    response = summarize(client, limit=3)
+    assert response.status_code == 200, response.text
+    done = response.json()
+    assert done["summarized"] is True and done["turns"] == []
+    assert (done["start_id"], done["end_id"], done["count"]) == (ids[0], ids[2], 3)
+    assert done["unsummarized"] == 2
+    summary = done["summary"]
+    text = summary["summary_text"]
+    assert "Jeff: I moved to Denver in May." in text and "Lyra laughed." in text
+    assert "bake bread" not in text  # only the batch went to the LLM
+    assert summary["channels"] == ["terminal"] and summary["event_count"] == 3
+    assert client.get("/v1/summaries").json()["summaries"][0]["id"] == summary["id"]
+
+    startup = client.post("/v1/recall", json={"context": "startup"}).json()
+    turns = [i["source"]["id"] for i in startup["items"] if i["layer"] == "unsummarized"]
+    assert turns == ids[3:] and startup["unsummarized"] == 2
+    assert "Denver" in startup["context"]  # now through the summary, not the turns
+
+
+@pytest.mark.parametrize(
+    ("fault", "status", "cause"),
+    [
+        ("500", 502, "the LLM answered 500"),
+        ("429", 503, "rate-limiting us (429)"),
+        ("garbage", 502, "not the answer asked for"),
+        ("wrong_shape", 502, "not the answer asked for"),
+        ("empty", 502, "an empty summary"),
+        ("hang", 503, "did not answer within 2s"),
+    ],
+)
+def test_a_failing_llm_stores_nothing(client, stub, fault, status, cause):
+    ids = say(client, "Jeff gave Lyra the blue robe.", "She wore it all evening.")
+    stub.set_mode(fault)
+    response = summarize(client)
+    stub.set_mode(None)  # releases a hang
+    assert response.status_code == status, response.text
+    problem = response.json()["problems"][0]
+    assert problem["field"] == "llm" and cause in problem["problem"], problem
+    assert "nothing was stored" in problem["problem"]
+    assert client.get("/v1/summaries/stats").json()["summaries"] == 0
+    assert unsummarized_ids(client) == ids
+    assert summarize(client).json()["summary"]["end_id"] == ids[-1]  # recovered
+
+
+def test_turns_stored_while_the_llm_thinks_stay_unsummarized(client, stub):
+    ids = say(client, "First turn.", "Second turn.")
+    stub.fail("slow")
+    answer = {}
+    thinking = threading.Thread(target=lambda: answer.update(done=summarize(client)))
+    thinking.start()
+    time.sleep(0.3)
+    late = say(client, "Said while it thought.")
+    backdated = say(client, "Imported, from long ago.", created_at="2001-01-01T00:00:00Z")
+    thinking.join()
+    assert answer["done"].status_code == 200, answer["done"].text
+    summary = answer["done"].json()["summary"]
+    assert (summary["start_id"], summary["end_id"]) == (ids[0], ids[-1])
+    assert "long ago" not in summary["summary_text"]
+    assert unsummarized_ids(client) == [*backdated, *late]  # oldest first
+
+
+def test_two_calls_at_once_never_cover_the_same_turns(client, stub):
+    say(client, "One.", "Two.", "Three.")
+    stub.set_mode("slow")
+    answers = []
+    calls = [threading.Thread(target=lambda: answers.append(summarize(client))) for _ in "ab"]
+    for thread in calls:
+        thread.start()
+    for thread in calls:
+        thread.join()
+    assert sorted(a.status_code for a in answers) == [200, 409], [a.text for a in answers]
+    refused = next(a for a in answers if a.status_code == 409).json()["problems"][0]["problem"]
+    assert "nothing stored" in refused and "call again" in refused
+    stored = client.get("/v1/summaries").json()["summaries"]
+    assert len(stored) == 1 and stored[0]["event_count"] == 3
+    assert unsummarized_ids(client) == []
+
+
+def test_an_entity_summary_holds_only_its_own_turns(make_client):
+    a, b = make_client(), make_client()
+    say(a, "Alpha kept the lantern.")
+    b_ids = say(b, "Bravo hid the map.")
+    text = summarize(a).json()["summary"]["summary_text"]
+    assert "lantern" in text and "map" not in text
+    assert b.get("/v1/summaries").json()["summaries"] == []
+    assert unsummarized_ids(b) == b_ids
+    b_text = summarize(b).json()["summary"]["summary_text"]
+    assert "map" in b_text and "lantern" not in b_text
+
+
+def test_bad_requests_name_the_field_and_ask_nothing(client, stub):
+    say(client, "A turn.")
+    calls = stub.calls
+    for body, field in [
+        ({"limit": 0}, "limit"),
+        ({"limit": 1001}, "limit"),
+        ({"summary_type": "Not A Type"}, "summary_type"),
+        ({"limits": 5}, "limits"),
+    ]:
+        response = summarize(client, **body)
+        assert response.status_code == 422, response.text
+        assert [p["field"] for p in response.json()["problems"]] == [field]
+    assert stub.calls == calls
+    assert client.get("/v1/summaries/stats").json()["summaries"] == 0
+
+
+def test_the_daily_llm_budget_holds(client, stub):
+    say(client, *[f"Turn {n}." for n in range(DAILY_CALLS + 1)])
+    for _ in range(DAILY_CALLS):
+        assert summarize(client, limit=1).status_code == 200
+    calls = stub.calls
+    spent = summarize(client, limit=1)
+    assert spent.status_code == 503, spent.text
+    assert "daily LLM budget spent" in spent.json()["problems"][0]["problem"]
+    assert stub.calls == calls
+    assert client.get("/v1/summaries/stats").json()["unsummarized"] == 1
+
+
+def test_over_mcp_a_summary_is_stored_and_a_failure_says_why(server, client, stub):
+    token = client.headers["Authorization"].removeprefix("Bearer ")
+
+    async def script(mcp):
+        for content in ("Jeff planted tomatoes.", "Lyra named them."):
+            await call(mcp, "store_event", content=content, author="Jeff")
+        done = await call(mcp, "summarize_messages", limit=1)
+        failures = []
+        for fault in ("500", "429"):  # an unusable answer; no answer
+            stub.fail(fault)
+            with pytest.raises(ToolFailed) as failed:
+                await call(mcp, "summarize_messages")
+            failures.append(str(failed.value))
+        left = await call(mcp, "get_turns_since_summary")
+        return done, failures, left
+
+    done, (failed, limited), left = session(f"{server.url}/mcp", token, script)
+    assert done["summarized"] is True and done["count"] == 1 and done["unsummarized"] == 1
+    assert "tomatoes" in done["summary"]["summary_text"]
+    assert "summarize failed" in failed and "500" in failed and "nothing was stored" in failed
+    assert "summarize failed" in limited and "(429)" in limited
+    assert [t["content"] for t in left["turns"]] == ["Lyra named them."]
