@@ -144,7 +144,7 @@ def measure(index, matrix, embedder, questions) -> dict[str, list]:
         got["dense"].append(ms(t0))
         where, params, _ = search._where(ENTITY, request, None)
         t0 = time.perf_counter()
-        search._keyword(index, question, where, params)
+        search._keyword(index, ENTITY, request.tier_list, question, where, params)
         got["keyword"].append(ms(t0))
     return got
 

@@ -199,7 +199,9 @@ def search(
     fallback = None
     for attempt in range(3):
         # BM25 runs in another thread while the query is embedded and compared.
-        keyword = _keyword_pool.submit(_keyword, index, request.query, where, params)
+        keyword = _keyword_pool.submit(
+            _keyword, index, entity, request.tier_list, request.query, where, params
+        )
         if attempt == 0 and query_vector is None:
             query_vector, fallback = _embed_query(index, request.query)
         ranked = _rank(index, entity, request, query_vector, (where, params, simple), keyword)
@@ -292,20 +294,22 @@ def _rank(index, entity, request, query_vector, condition, keyword) -> list[tupl
     )
 
 
-def _keyword(index, query, where, params) -> tuple[list[int], dict[int, float]]:
+def _keyword(index, entity, tiers, query, where, params) -> tuple[list[int], dict[int, float]]:
     """BM25 (FTS5) candidates within the filter, best first, with their scores. Any of
-    the words may match. Ranking costs time for every chunk that holds any of them, so
-    on a large index the rarest words are kept while the chunks holding them stay within
-    POSTINGS_BUDGET; commoner words (low idf, long postings) are left to the dense side.
-    A small index keeps every word (bench/search_scale.py)."""
+    the words may match, within the entity's chunks of the tiers asked for (the scope
+    token, migrations/0006). Ranking costs time for every chunk that holds any of them,
+    so on a large index the rarest words are kept while the chunks holding them stay
+    within POSTINGS_BUDGET; commoner words (low idf, long postings) are left to the dense
+    side. A small index keeps every word (bench/search_scale.py)."""
     conn = index.db.conn
     words = keywords(query)
     if not words:
         return [], {}
+    scope = "scope:(" + " OR ".join(f"{entity.encode().hex()}x{tier}" for tier in tiers) + ")"
     docs = {
         word: conn.execute(
             "SELECT COUNT(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ?)",
-            (f'"{word}"', POSTINGS_BUDGET + 1),
+            (f'"{word}" AND {scope}', POSTINGS_BUDGET + 1),
         ).fetchone()[0]
         for word in words
     }
@@ -319,7 +323,7 @@ def _keyword(index, query, where, params) -> tuple[list[int], dict[int, float]]:
         "SELECT c.id, -search_fts.rank FROM search_fts"
         " JOIN search_chunks c ON c.id = search_fts.rowid"
         f" WHERE search_fts MATCH ? AND {where} ORDER BY search_fts.rank LIMIT ?",
-        [any_of(kept), *params, CANDIDATES],
+        [f"({any_of(kept)}) AND {scope}", *params, CANDIDATES],
     ).fetchall()
     return [r[0] for r in rows], {r[0]: max(r[1], 0.0) for r in rows}
 

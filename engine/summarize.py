@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine import summaries
+from engine import summaries, texture
 from engine.capture import Event
 from engine.config import Settings
 from engine.db import Database
 from engine.errors import Unavailable
+from engine.graph import BUDGET_SPENT, llm
 from engine.summaries import SUMMARY_TYPE_PATTERN, Batch, Summary, SummaryIn
 
 # The prompt is data: tune it here without touching the control flow below.
@@ -110,10 +111,7 @@ def summarize(
 def _write(db: Database, settings: Settings, entity: str, batch: Batch) -> str:
     """Ask the LLM for the summary text, within the entity's daily LLM budget (the one
     graph extraction spends from), and count what it cost."""
-    from engine import texture
-    from engine.graph import BUDGET_SPENT, llm
-
-    spent = texture._budget_spent(db, settings, entity)
+    spent = texture.budget_spent(db, settings, entity)
     if spent:
         raise Unavailable(
             "llm", f"{BUDGET_SPENT} ({spent}); resumes after 00:00 UTC; nothing was stored"
@@ -132,7 +130,7 @@ def _write(db: Database, settings: Settings, entity: str, batch: Batch) -> str:
             raise Unavailable("llm", f"{exc}; nothing was stored") from exc
         raise Failed(str(exc)) from exc
     finally:
-        texture._spend(db, entity, usage)
+        texture.spend(db, entity, usage)
     text = reply.summary.strip()
     if not text:
         raise Failed("the LLM answered with an empty summary")

@@ -333,7 +333,7 @@ def handler(graph, db: Database, settings: Settings):
             raise LookupError(f"episode {uuid} is not recorded for this entity")
         if settings.llm_provider == "none":
             raise queue.Pause(llm.NOT_CONFIGURED)
-        spent = _budget_spent(db, settings, job.entity)
+        spent = budget_spent(db, settings, job.entity)
         if spent:
             raise queue.Pause(f"{BUDGET_SPENT} for {job.entity} ({spent}); resumes after 00:00 UTC")
         usage = llm.Usage()
@@ -346,7 +346,7 @@ def handler(graph, db: Database, settings: Settings):
                 raise queue.Pause(reason) from exc
             raise
         finally:
-            _spend(db, job.entity, usage)
+            spend(db, job.entity, usage)
         graph.note_success()
         episodes.mark_ingested(db, uuid, episode.truncated)
         return usage  # the queue ignores it; bench/graph.py reads it
@@ -369,7 +369,9 @@ def usage_today(db: Database, entity: str) -> dict[str, int]:
     return {"calls": row["calls"], "tokens": row["tokens"]} if row else {"calls": 0, "tokens": 0}
 
 
-def _budget_spent(db: Database, settings: Settings, entity: str) -> str | None:
+def budget_spent(db: Database, settings: Settings, entity: str) -> str | None:
+    """What of the entity's daily LLM budget (graph extraction and summaries share it) is
+    spent, in words, or None while some is left."""
     used = usage_today(db, entity)
     if settings.graph_daily_calls and used["calls"] >= settings.graph_daily_calls:
         return f"{used['calls']} of {settings.graph_daily_calls} calls"
@@ -378,7 +380,8 @@ def _budget_spent(db: Database, settings: Settings, entity: str) -> str | None:
     return None
 
 
-def _spend(db: Database, entity: str, usage) -> None:
+def spend(db: Database, entity: str, usage) -> None:
+    """Count an LLM exchange's calls and tokens against today's budget."""
     if not usage.calls and not usage.tokens:
         return
     with db.write() as conn:

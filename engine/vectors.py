@@ -118,6 +118,8 @@ class Matrix:
             if len(positions) >= min(k, count):
                 return _best(positions, self.rows[positions] @ query, k)
         positions = np.flatnonzero(allowed)
+        if count * 4 < len(allowed):  # a few rows: compare only those
+            return _best(positions, self.rows[positions] @ query, k)
         return _best(positions, (self.rows[: len(allowed)] @ query)[positions], k)
 
     def cosines(self, query: np.ndarray, positions: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from engine.db import Database, migrations
 VERSIONS = [m.version for m in migrations()]
 LATEST = VERSIONS[-1]
 EVENTS_TABLE = 2  # the version that created `events`
+SEARCH_INDEX = 5  # the version that created `search_chunks` and its FTS5 index
 
 
 def _schema(db: Database) -> set[tuple[str, str]]:
@@ -43,12 +44,23 @@ def test_every_earlier_version_migrates_forward(tmp_path, start):
                 " created_at, received_at) VALUES ('lyra', 'u1', 'terminal', 'message',"
                 " 'the comfy robe', '2026-01-04T12:00:00.000000Z', '2026-01-04T12:00:00.000000Z')"
             )
+    if start >= SEARCH_INDEX:
+        with old.write() as conn:
+            conn.execute(
+                "INSERT INTO search_chunks (entity, tier, kind, event_id, content_hash,"
+                " embed_hash, body) SELECT 'lyra', 'longform', 'turn', id, 'h', 'h',"
+                " 'the velvet robe' FROM events WHERE event_uid = 'u1'"
+            )
     assert old.migrate() == LATEST
     assert _schema(old) == _schema(fresh)
     if start >= EVENTS_TABLE:
         assert entities.authenticate(old, token) == "lyra"
         hit = old.conn.execute("SELECT rowid FROM events_fts WHERE events_fts MATCH 'robe'")
         assert hit.fetchone() is not None, "events written before the FTS index are searchable"
+    if start >= SEARCH_INDEX:  # chunks indexed before their scope was (0006) are still found
+        scoped = f'"velvet" AND scope:{b"lyra".hex()}xlongform'
+        hit = old.conn.execute("SELECT rowid FROM search_fts WHERE search_fts MATCH ?", (scoped,))
+        assert hit.fetchone() is not None
 
 
 def test_database_and_data_dir_are_private(tmp_path):
