@@ -296,20 +296,21 @@ def _rank(index, entity, request, query_vector, condition, keyword) -> list[tupl
 
 def _keyword(index, entity, tiers, query, where, params) -> tuple[list[int], dict[int, float]]:
     """BM25 (FTS5) candidates within the filter, best first, with their scores. Any of
-    the words may match, within the entity's chunks of the tiers asked for (the scope
-    token, migrations/0006). Ranking costs time for every chunk that holds any of them,
-    so on a large index the rarest words are kept while the chunks holding them stay
-    within POSTINGS_BUDGET; commoner words (low idf, long postings) are left to the dense
-    side. A small index keeps every word (bench/search_scale.py)."""
+    the words may match. Ranking costs time for every chunk that holds any of them, so
+    on a large index the rarest words are kept while the chunks holding them stay within
+    POSTINGS_BUDGET; commoner words (low idf, long postings) are left to the dense side.
+    A small index keeps every word (bench/search_scale.py). When the entity's chunks of
+    the tiers asked for are few (its word-photos among 100k turns, a small entity among
+    large ones), FTS5 is told so with their scope token (migrations/0006) and ranks only
+    those; over a large scope that intersection costs more than it saves."""
     conn = index.db.conn
     words = keywords(query)
     if not words:
         return [], {}
-    scope = "scope:(" + " OR ".join(f"{entity.encode().hex()}x{tier}" for tier in tiers) + ")"
     docs = {
         word: conn.execute(
             "SELECT COUNT(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ?)",
-            (f'"{word}" AND {scope}', POSTINGS_BUDGET + 1),
+            (f'"{word}"', POSTINGS_BUDGET + 1),
         ).fetchone()[0]
         for word in words
     }
@@ -319,11 +320,20 @@ def _keyword(index, entity, tiers, query, where, params) -> tuple[list[int], dic
             break
         kept.append(word)
         total += docs[word]
+    match = any_of(kept)
+    in_scope = conn.execute(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM search_chunks WHERE entity = ?"
+        f" AND tier IN ({','.join('?' * len(tiers))}) LIMIT ?)",
+        [entity, *tiers, total],
+    ).fetchone()[0]
+    if in_scope < total:
+        tokens = " OR ".join(f"{entity.encode().hex()}x{tier}" for tier in tiers)
+        match = f"({match}) AND scope:({tokens})"
     rows = conn.execute(
         "SELECT c.id, -search_fts.rank FROM search_fts"
         " JOIN search_chunks c ON c.id = search_fts.rowid"
         f" WHERE search_fts MATCH ? AND {where} ORDER BY search_fts.rank LIMIT ?",
-        [f"({any_of(kept)}) AND {scope}", *params, CANDIDATES],
+        [match, *params, CANDIDATES],
     ).fetchall()
     return [r[0] for r in rows], {r[0]: max(r[1], 0.0) for r in rows}
 

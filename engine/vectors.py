@@ -125,12 +125,6 @@ class Matrix:
     def cosines(self, query: np.ndarray, positions: np.ndarray) -> np.ndarray:
         return self.rows[positions] @ query
 
-    def scores(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of the query with every row (dead rows included; mask with `alive`)."""
-        if self.n == 0:
-            return np.zeros(0, dtype=np.float32)
-        return self.rows[: self.n] @ query
-
     @property
     def index_state(self) -> str:
         """off (settings), below_threshold, building, or ready (serving; may be
