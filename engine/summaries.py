@@ -203,10 +203,73 @@ def search(db: Database, entity: str, query: str, limit: int = 10) -> list[Summa
 
 
 def unsummarized_count(db: Database, entity: str, channel: str | None = None) -> int:
+    """The entity's events (of one channel) that no summary covers. Every recall asks, so
+    this counts the covered ones range by range (the summaries' ranges merged) instead
+    of testing each event against every summary: ~5 ms instead of ~95 at 100k events
+    (bench/recall.py)."""
     where, params = _scope(entity, channel)
-    return db.conn.execute(
-        f"SELECT COUNT(*) FROM events e WHERE {where} AND {_UNSUMMARIZED}", params
-    ).fetchone()[0]
+    total = db.conn.execute(f"SELECT COUNT(*) FROM events e WHERE {where}", params).fetchone()[0]
+    return total - _covered(db, entity, channel)
+
+
+def _covered(db: Database, entity: str, channel: str | None) -> int:
+    """Events inside the range of a summary that applies to their channel: those in the
+    union of the all-channel summaries' ranges, plus, per channel a summary names, that
+    channel's events in its summaries' ranges outside that union."""
+    everywhere: list[tuple[int, int]] = []
+    named: dict[str, list[tuple[int, int]]] = {}
+    for start, end, channels in db.conn.execute(
+        "SELECT start_id, end_id, channels FROM summaries WHERE entity = ?", (entity,)
+    ):
+        if channels is None:
+            everywhere.append((start, end))
+        else:
+            for name in json.loads(channels):
+                named.setdefault(name, []).append((start, end))
+    common = _merged(everywhere)
+    where, params = _scope(entity, channel)
+    count = 0
+    for low, high in common:
+        count += db.conn.execute(
+            f"SELECT COUNT(*) FROM events e WHERE e.id BETWEEN ? AND ? AND {where}",
+            [low, high, *params],
+        ).fetchone()[0]
+    for name, ranges in named.items():
+        if channel is not None and name != channel:
+            continue
+        for low, high in _outside(_merged(ranges), common):
+            count += db.conn.execute(
+                "SELECT COUNT(*) FROM events e WHERE e.id BETWEEN ? AND ?"
+                " AND e.entity = ? AND e.channel = ?",
+                (low, high, entity, name),
+            ).fetchone()[0]
+    return count
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive id ranges, overlapping or touching ones joined, in order."""
+    joined: list[tuple[int, int]] = []
+    for low, high in sorted(ranges):
+        if joined and low <= joined[-1][1] + 1:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], high))
+        else:
+            joined.append((low, high))
+    return joined
+
+
+def _outside(ranges: list[tuple[int, int]], holes: list[tuple[int, int]]):
+    """The parts of merged `ranges` that no range of merged `holes` covers."""
+    for low, high in ranges:
+        for hole_low, hole_high in holes:
+            if hole_high < low or hole_low > high:
+                continue
+            if hole_low > low:
+                yield low, hole_low - 1
+            low = max(low, hole_high + 1)
+            if low > high:
+                break
+        if low <= high:
+            yield low, high
 
 
 def warning(unsummarized: int) -> str | None:

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
+from engine import summaries
+from engine.config import Settings
+from engine.db import Database
+
 
 def _turns(client, n, channel="terminal", start=0):
     events = [
@@ -143,3 +149,36 @@ def test_without_an_llm_summarize_returns_the_oldest_turns_by_id(client):
         imported,
         ids[2],
     ]
+
+
+def test_unsummarized_counts_agree_with_testing_every_event(server, make_client):
+    """Overlapping summaries, summaries of some channels, another entity's events in
+    between: the count per channel and overall is what checking each event against
+    each summary gives."""
+    rng = random.Random(11)
+    mine, other = make_client(), make_client()
+    channels = ["terminal", "discord", "heartbeat"]
+    ids = []
+    for round_ in range(6):
+        for channel in channels:
+            ids += _turns(mine, rng.randint(3, 8), channel, start=round_ * 10)
+            _turns(other, 2, channel, start=round_ * 10)
+    for n in range(12):
+        low, high = sorted(rng.sample(ids, 2))
+        body = {"summary_text": f"summary {n}", "start_id": low, "end_id": high}
+        if rng.random() < 0.5:
+            body["channels"] = rng.sample(channels, rng.randint(1, 2))
+        assert mine.post("/v1/summaries", json=body).status_code == 200
+
+    db = Database.open(Settings(data_dir=server.data_dir, graph_backend="none"))
+    try:
+        for channel in [None, *channels, "nowhere"]:
+            where, params = summaries._scope(mine.entity, channel)
+            expected = db.conn.execute(
+                f"SELECT COUNT(*) FROM events e WHERE {where} AND {summaries._UNSUMMARIZED}",
+                params,
+            ).fetchone()[0]
+            assert summaries.unsummarized_count(db, mine.entity, channel) == expected
+        assert 0 < summaries.unsummarized_count(db, mine.entity) < len(ids)
+    finally:
+        db.close()
