@@ -4,7 +4,8 @@ raw turns (longform), one ranking for all of them.
 What happens on a search: the filters (tiers, category, tags, dates, channel, growth)
 become one SQL condition, applied before ranking, so a narrow window still returns its
 matches. The query is embedded once; dense cosine runs over the entity's vectors in
-memory, BM25 over FTS5 (stopwords dropped, any remaining word may match). The two are
+memory (engine/vectors.py: exact, or through an approximate index past 50k vectors),
+BM25 over FTS5 (stopwords dropped, any remaining word may match). The two are
 fused: weighted (cosine clipped to [0, 1] plus BM25 divided by the best BM25 of the
 query) or reciprocal rank fusion, as the settings say; bench/locomo.py measured both.
 Then: kind weights (distilled notes above raw turns), a penalty for superseded chunks,

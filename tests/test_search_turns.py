@@ -29,8 +29,9 @@ def test_a_turn_is_found_by_its_words_at_once_and_by_meaning_within_seconds(clie
         return results and results[0]["event_uid"] == "t-1"
 
     wait_for(by_meaning, timeout=20)
-    status = client.get("/v1/queue").json()
-    assert status["counts"]["done"] >= 1 and status["dead"] == []
+    # The job stores the vectors, then is marked done in its own transaction.
+    wait_for(lambda: client.get("/v1/queue").json()["counts"].get("done", 0) >= 1, timeout=10)
+    assert client.get("/v1/queue").json()["dead"] == []
 
 
 def test_each_request_enqueues_one_embedding_job(client):
