@@ -54,12 +54,42 @@ def test_cursor_of_one_entity_pages_only_the_other_own_events(pair):
     assert _contents(body) and all(c.startswith(lyra.word + " ") for c in _contents(body))
 
 
-def test_naming_another_entity_in_a_filter_is_refused(pair):
+# Every GET route of the service, with or without query parameters of its own.
+READ_ROUTES = (
+    "/v1/events",
+    "/v1/events/search",
+    "/v1/turns/around",
+    "/v1/turns/since-summary",
+    "/v1/turns/since",
+    "/v1/files",
+    "/v1/search/index",
+    "/v1/anchors",
+    "/v1/crystals",
+    "/v1/crystals/all",
+    "/v1/inventory",
+    "/v1/inventory/categories",
+    "/v1/inventory/item",
+    "/v1/spaces",
+    "/v1/queue",
+    "/v1/recall/log",
+    "/v1/summaries",
+    "/v1/summaries/search",
+    "/v1/summaries/stats",
+    "/v1/texture/explore",
+    "/v1/texture/timeline",
+    "/v1/texture/stats",
+)
+
+
+@pytest.mark.parametrize("path", READ_ROUTES)
+def test_naming_another_entity_in_a_query_is_refused(pair, path):
     lyra, nexus = pair
-    for path in ("/v1/events", "/v1/events/search"):
-        response = lyra.get(path, params={"entity": nexus.entity, "q": "robe"})
-        assert response.status_code == 422
-        assert response.json()["problems"][0]["field"] == "entity"
+    before = lyra.get("/v1/events", params={"limit": 100}).json()
+    response = lyra.get(path, params={"entity": nexus.entity, "q": "robe"})
+    assert response.status_code == 422, response.text
+    assert response.json()["problems"][0]["field"] == "entity"
+    assert "unknown" in response.json()["problems"][0]["problem"]
+    assert lyra.get("/v1/events", params={"limit": 100}).json() == before
 
 
 def test_around_sees_only_own_events(pair):

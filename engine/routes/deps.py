@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from engine import entities
 from engine.config import Settings
 from engine.db import Database
-from engine.errors import FieldProblem
+from engine.errors import FieldProblem, InputError
 from engine.index import Index
 
 
@@ -41,7 +41,23 @@ def current_entity(
     entity = entities.authenticate(get_db(request), credentials.credentials)
     if entity is None:
         raise Unauthorized("unknown or revoked token")
+    _refuse_unknown_query(request)
     return entity
+
+
+def _refuse_unknown_query(request: Request) -> None:
+    """A query parameter the route does not take is an error, not silently ignored: a
+    caller who adds `?entity=other` or misspells a filter must hear about it. What a
+    route takes is what its OpenAPI description lists (query models included)."""
+    route = request.scope.get("route")
+    if route is None or not request.query_params:
+        return
+    operation = request.app.openapi()["paths"][route.path_format][request.method.lower()]
+    takes = [p["name"] for p in operation.get("parameters", []) if p["in"] == "query"]
+    for name in request.query_params:
+        if name not in takes:
+            known = f"it takes {', '.join(takes)}" if takes else "it takes none"
+            raise InputError.of(name, f"unknown query parameter; {known}")
 
 
 def get_index(request: Request) -> Index:
