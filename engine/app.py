@@ -1,7 +1,8 @@
 """The FastAPI application: lifespan, authentication, and one error shape for every face.
 
 Routes live in `engine.routes.*` and stay thin: parse, call one engine service, shape
-the answer. Every 4xx (and 503) body is `{"error", "message", "problems": [{"field", "problem"}]}`.
+the answer. Every 4xx, 502 and 503 body is
+`{"error", "message", "problems": [{"field", "problem"}]}`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from engine.config import Settings
 from engine.db import Database
 from engine.errors import (
+    BadUpstream,
     Conflict,
     FieldProblem,
     InputError,
@@ -104,6 +106,10 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Conflict)
     async def conflict(request: Request, exc: Conflict):
         return problem_response(409, "conflict", [FieldProblem("body", str(exc))])
+
+    @app.exception_handler(BadUpstream)
+    async def bad_upstream(request: Request, exc: BadUpstream):
+        return problem_response(502, "bad_upstream", [FieldProblem(exc.component, str(exc))])
 
     @app.exception_handler(Unavailable)
     async def unavailable(request: Request, exc: Unavailable):

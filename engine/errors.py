@@ -34,6 +34,15 @@ class Conflict(ValueError):
     """The request clashes with what is already stored."""
 
 
+class BadUpstream(RuntimeError):
+    """A component the request needs (the LLM, say) answered, but unusably; nothing was
+    changed. A 502 over REST."""
+
+    def __init__(self, component: str, problem: str):
+        self.component = component
+        super().__init__(problem)
+
+
 class Unavailable(RuntimeError):
     """A component the request needs (the graph, say) is down now; nothing was changed,
     and the same request may succeed later."""

@@ -14,7 +14,7 @@ from engine import summaries, texture
 from engine.capture import Event
 from engine.config import Settings
 from engine.db import Database
-from engine.errors import Unavailable
+from engine.errors import BadUpstream, Unavailable
 from engine.graph import BUDGET_SPENT, llm
 from engine.summaries import SUMMARY_TYPE_PATTERN, Batch, Summary, SummaryIn
 
@@ -60,13 +60,13 @@ class Summarized(BaseModel):
     unsummarized: int = Field(description="Turns still unsummarized after this call.")
 
 
-class Failed(RuntimeError):
+class Failed(BadUpstream):
     """The LLM answered, but with nothing usable (an error status, text that is not the
     JSON asked for, an empty summary): no summary was stored. When no answer came at all
     (timeout, rate limit, budget spent) the error is Unavailable("llm", ...) instead."""
 
     def __init__(self, reason: str):
-        super().__init__(f"{reason}; nothing was stored")
+        super().__init__("llm", f"{reason}; nothing was stored")
 
 
 def summarize(

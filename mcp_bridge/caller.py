@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from engine.config import Settings
 from engine.db import Database
-from engine.errors import Conflict, InputError, NotFound, from_validation
+from engine.errors import BadUpstream, Conflict, InputError, NotFound, Unavailable, from_validation
 from engine.runtime import Runtime
 
 # What a tool does to memory, for the client to show and to ask before.
@@ -62,3 +62,7 @@ def tool_errors() -> Iterator[None]:
         raise ToolError(f"not found: {exc}") from None
     except Conflict as exc:
         raise ToolError(f"conflict: {exc}") from None
+    except Unavailable as exc:
+        raise ToolError(f"unavailable ({exc.component}): {exc}") from None
+    except BadUpstream as exc:
+        raise ToolError(f"failed ({exc.component}): {exc}") from None

@@ -10,7 +10,6 @@ import dataclasses
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 
 from engine import (
     anchors,
@@ -25,7 +24,7 @@ from engine import (
     summarize,
     texture,
 )
-from engine.errors import InputError, Unavailable
+from engine.errors import InputError
 from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, caller, tool_errors
 
 INSTRUCTIONS = """Pattern persistence: one memory across every channel you live in.
@@ -271,10 +270,7 @@ def build() -> MCPServer:
         is down nothing is deleted and the error says so: try again later."""
         me = caller(ctx)
         with tool_errors():
-            try:
-                return texture.delete(me.runtime.graph, me.db, me.entity, uuid).model_dump()
-            except Unavailable as exc:
-                raise ToolError(f"unavailable: {exc}") from None
+            return texture.delete(me.runtime.graph, me.db, me.entity, uuid).model_dump()
 
     # --- layer 4: summaries ---
 
@@ -309,10 +305,7 @@ def build() -> MCPServer:
         me = caller(ctx)
         with tool_errors():
             request = summarize.SummarizeRequest(limit=limit, summary_type=summary_type)
-            try:
-                return summarize.summarize(me.db, me.settings, me.entity, request).model_dump()
-            except (summarize.Failed, Unavailable) as exc:
-                raise ToolError(f"summarize failed: {exc}") from None
+            return summarize.summarize(me.db, me.settings, me.entity, request).model_dump()
 
     @tool(annotations=READ)
     def get_recent_summaries(ctx: Context, limit: int = 5) -> dict:

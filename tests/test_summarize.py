@@ -203,6 +203,6 @@ def test_over_mcp_a_summary_is_stored_and_a_failure_says_why(server, client, stu
     done, (failed, limited), left = session(f"{server.url}/mcp", token, script)
     assert done["summarized"] is True and done["count"] == 1 and done["unsummarized"] == 1
     assert "tomatoes" in done["summary"]["summary_text"]
-    assert "summarize failed" in failed and "500" in failed and "nothing was stored" in failed
-    assert "summarize failed" in limited and "(429)" in limited
+    assert "failed (llm)" in failed and "500" in failed and "nothing was stored" in failed
+    assert "unavailable (llm)" in limited and "(429)" in limited
     assert [t["content"] for t in left["turns"]] == ["Lyra named them."]

@@ -9,8 +9,7 @@ from pydantic import BaseModel
 
 from engine import summaries, summarize
 from engine.capture import CHANNEL_PATTERN
-from engine.errors import FieldProblem
-from engine.routes.deps import DB, AppSettings, CurrentEntity, problem_response
+from engine.routes.deps import DB, AppSettings, CurrentEntity
 from engine.summaries import (
     Summary,
     SummaryHit,
@@ -48,12 +47,8 @@ def summarize_messages(
     body: summarize.SummarizeRequest, entity: CurrentEntity, db: DB, settings: AppSettings
 ) -> summarize.Summarized:
     """Without an LLM the turns come back (`summarized: false`) to summarize and store
-    with POST /v1/summaries. No answer from the LLM is a 503 (Unavailable, as every
-    route answers it); an unusable answer is a 502."""
-    try:
-        return summarize.summarize(db, settings, entity, body)
-    except summarize.Failed as exc:
-        return problem_response(502, "bad_llm_answer", [FieldProblem("llm", str(exc))])
+    with POST /v1/summaries. No answer from the LLM is a 503, an unusable one a 502."""
+    return summarize.summarize(db, settings, entity, body)
 
 
 @router.get("/summaries", summary="The newest summaries, oldest of them first")
