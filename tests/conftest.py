@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from engine.process import ServerProcess
+from tests.stub_llm import StubLLM
 
 _names = itertools.count()
 
@@ -22,6 +23,13 @@ NO_GRAPH = {"GRAPH_BACKEND": "none"}
 def server(tmp_path_factory) -> Iterator[ServerProcess]:
     with ServerProcess(tmp_path_factory.mktemp("pps") / "data", env=NO_GRAPH) as proc:
         yield proc
+
+
+@pytest.fixture(scope="module")
+def stub():
+    """The stand-in extraction LLM on the OpenAI wire (tests/stub_llm.py), one per module."""
+    with StubLLM() as llm:
+        yield llm
 
 
 def connect(server: ServerProcess, token: str | None) -> httpx.Client:

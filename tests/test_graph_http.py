@@ -119,12 +119,6 @@ def graph_episodes(data_dir: Path, entity: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def stub():
-    with StubLLM() as llm:
-        yield llm
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory, stub):
     with ServerProcess(tmp_path_factory.mktemp("graph") / "data", env=llm_env(stub)) as proc:
         yield proc

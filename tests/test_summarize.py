@@ -10,17 +10,10 @@ import time
 
 import pytest
 from mcp_client import ToolFailed, call, session
-from stub_llm import StubLLM
 
 from engine.process import ServerProcess
 
 DAILY_CALLS = 4  # per entity: every test here but the budget's stays under it
-
-
-@pytest.fixture(scope="module")
-def stub():
-    with StubLLM() as llm:
-        yield llm
 
 
 @pytest.fixture(scope="module")
