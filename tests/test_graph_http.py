@@ -94,8 +94,16 @@ class Entity:
             return http.post("/v1/texture/search", json={"query": query, **extra})
 
     def ingested(self, n: int = 1, timeout: float = 30) -> dict:
+        """Stats once n episodes are in the graph and their jobs are settled (a job is
+        marked done in its own transaction, just after its episode is)."""
         return wait_for(
-            lambda: (s := self.stats())["episodes"]["ingested"] >= n and s, timeout, "ingestion"
+            lambda: (
+                (s := self.stats())["episodes"]["ingested"] >= n
+                and not s["jobs"].get("running")
+                and s
+            ),
+            timeout,
+            "ingestion",
         )
 
 
