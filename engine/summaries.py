@@ -227,23 +227,23 @@ def _covered(db: Database, entity: str, channel: str | None) -> int:
             for name in json.loads(channels):
                 named.setdefault(name, []).append((start, end))
     common = _merged(everywhere)
-    where, params = _scope(entity, channel)
-    count = 0
-    for low, high in common:
-        count += db.conn.execute(
+    count = _events_in(db, common, *_scope(entity, channel))
+    for name, ranges in named.items():
+        if channel is None or name == channel:
+            outside = list(_outside(_merged(ranges), common))
+            count += _events_in(db, outside, *_scope(entity, name))
+    return count
+
+
+def _events_in(db: Database, ranges: list[tuple[int, int]], where: str, params: list) -> int:
+    """Events matching `where` with ids inside the ranges (a range scan each)."""
+    return sum(
+        db.conn.execute(
             f"SELECT COUNT(*) FROM events e WHERE e.id BETWEEN ? AND ? AND {where}",
             [low, high, *params],
         ).fetchone()[0]
-    for name, ranges in named.items():
-        if channel is not None and name != channel:
-            continue
-        for low, high in _outside(_merged(ranges), common):
-            count += db.conn.execute(
-                "SELECT COUNT(*) FROM events e WHERE e.id BETWEEN ? AND ?"
-                " AND e.entity = ? AND e.channel = ?",
-                (low, high, entity, name),
-            ).fetchone()[0]
-    return count
+        for low, high in ranges
+    )
 
 
 def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
