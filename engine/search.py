@@ -9,8 +9,9 @@ BM25 over FTS5 (stopwords dropped, any remaining word may match). The two are
 fused: weighted (cosine clipped to [0, 1] plus BM25 divided by the best BM25 of the
 query) or reciprocal rank fusion, as the settings say; bench/locomo.py measured both.
 Then: kind weights (distilled notes above raw turns), a penalty for superseded chunks,
-a boost when the query and a chunk share an exact identifier, scores clamped to [0, 1],
-duplicates by content hash dropped. Every file excerpt is checked against the file on
+a boost when the query and a chunk share an exact identifier, a smaller one for a turn
+said by someone the query names ("what did Jeff say about the roof?"), scores clamped
+to [0, 1], duplicates by content hash dropped. Every file excerpt is checked against the file on
 disk before it is returned; a file that changed is re-indexed and the search runs again.
 Without the embedding model, BM25 ranks alone and the response says `fallback: bm25`.
 """
@@ -43,6 +44,7 @@ KIND_WEIGHTS = {
 }
 SUPERSEDED_FACTOR = 0.9
 IDENTIFIER_BOOST = 0.3
+AUTHOR_BOOST = 0.1  # a fusion weight: chosen on LoCoMo conversations 1-5, checked on 6-10
 CANDIDATES = 200  # from each ranker, before fusion
 RRF_K = 60
 POSTINGS_BUDGET = 10_000  # chunks BM25 ranks at most, about; see _keyword
@@ -432,14 +434,16 @@ def _materialise(index, entity, ranked, request):
 
 def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
     """(score, chunk id), best first: the fused score times the kind weight, lowered for
-    superseded chunks, raised for an exact identifier the query shares, in [0, 1]."""
+    superseded chunks, raised for an exact identifier the query shares and for a turn
+    whose author the query names, in [0, 1]."""
     if not ranked:
         return []
     wanted = identifiers(query)
+    named = _named_in(query)
     rows = {
         row[0]: row
         for row in index.db.conn.execute(
-            "SELECT c.id, c.kind, c.superseded,"
+            "SELECT c.id, c.kind, c.superseded, e.author,"
             f" {'COALESCE(e.content, c.body)' if wanted else 'NULL'} FROM search_chunks c"
             " LEFT JOIN events e ON e.id = c.event_id"
             " WHERE c.id IN (SELECT value FROM json_each(?)) AND +c.entity = ?",
@@ -454,11 +458,28 @@ def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
         score = fused * KIND_WEIGHTS.get(row[1], 1.0)
         if row[2]:
             score *= SUPERSEDED_FACTOR
-        if wanted and any(token in row[3] for token in wanted):
+        if wanted and any(token in row[4] for token in wanted):
             score += IDENTIFIER_BOOST
+        if row[3] and named(row[3]):
+            score += AUTHOR_BOOST
         scored.append((min(max(score, 0.0), 1.0), chunk_id))
     scored.sort(key=lambda item: -item[0])
     return scored
+
+
+def _named_in(query: str):
+    """Whether an author's name is in the query, as whole words in that order
+    (case-insensitive): "Jeff" in "what did jeff say", "Mary Ann" in "Mary Ann's roof"."""
+    words = " " + " ".join(re.findall(r"\w+", query.lower())) + " "
+    seen: dict[str, bool] = {}
+
+    def named(author: str) -> bool:
+        if author not in seen:
+            name = " ".join(re.findall(r"\w+", author.lower()))
+            seen[author] = bool(name) and f" {name} " in words
+        return seen[author]
+
+    return named
 
 
 def _rows(index, entity, ids: list[int]) -> dict:

@@ -41,3 +41,20 @@ def test_each_request_enqueues_one_embedding_job(client):
     wait_for(lambda: client.get("/v1/queue").json()["counts"]["done"] == 2)
     counts = client.get("/v1/queue").json()["counts"]
     assert sum(counts.values()) == 2
+
+
+def test_a_query_that_names_a_speaker_ranks_their_turns_first(client):
+    said = [
+        {**turn("a-1", "Did the roof over the porch leak again in the storm?"), "author": "jeff"},
+        {**turn("a-2", "Yes, water came through above the porch door."), "author": "maria"},
+        {**turn("a-3", "Then the roof over the porch needs new tar."), "author": "jeff"},
+    ]
+    assert client.post("/v1/events", json=said).status_code == 200
+    wait_for(lambda: client.get("/v1/queue").json()["counts"].get("done", 0) >= 1, timeout=20)
+
+    def first(query: str) -> str:
+        return search(client, query, tiers="longform")["results"][0]["event_uid"]
+
+    assert first("the roof over the porch leaking") != "a-2"
+    assert first("what did Maria say about the roof over the porch leaking?") == "a-2"
+    assert first("what did maria say about the roof over the porch leaking?") == "a-2"
