@@ -11,8 +11,9 @@ query) or reciprocal rank fusion, as the settings say; bench/locomo.py measured 
 Then: kind weights (distilled notes above raw turns), a penalty for superseded chunks,
 a boost when the query and a chunk share an exact identifier, a smaller one for a turn
 said by someone the query names ("what did Jeff say about the roof?"), scores clamped
-to [0, 1], duplicates by content hash dropped. Every file excerpt is checked against the file on
-disk before it is returned; a file that changed is re-indexed and the search runs again.
+to [0, 1], duplicates by content hash dropped. Every file excerpt is checked against the
+file on disk before it is returned; a file that changed is re-indexed and the search
+runs again.
 Without the embedding model, BM25 ranks alone and the response says `fallback: bm25`.
 """
 

@@ -45,9 +45,9 @@ def test_each_request_enqueues_one_embedding_job(client):
 
 def test_a_query_that_names_a_speaker_ranks_their_turns_first(client):
     said = [
-        {**turn("a-1", "Did the roof over the porch leak again in the storm?"), "author": "jeff"},
-        {**turn("a-2", "Yes, water came through above the porch door."), "author": "maria"},
-        {**turn("a-3", "Then the roof over the porch needs new tar."), "author": "jeff"},
+        turn("a-1", "Did the roof over the porch leak again in the storm?"),
+        turn("a-2", "Yes, water came through above the porch door.", author="maria"),
+        turn("a-3", "Then the roof over the porch needs new tar."),
     ]
     assert client.post("/v1/events", json=said).status_code == 200
     wait_for(lambda: client.get("/v1/queue").json()["counts"].get("done", 0) >= 1, timeout=20)
