@@ -440,7 +440,7 @@ def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
     if not ranked:
         return []
     wanted = identifiers(query)
-    named = _named_in(query)
+    asked = _words(query)
     rows = {
         row[0]: row
         for row in index.db.conn.execute(
@@ -461,26 +461,17 @@ def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
             score *= SUPERSEDED_FACTOR
         if wanted and any(token in row[4] for token in wanted):
             score += IDENTIFIER_BOOST
-        if row[3] and named(row[3]):
+        if row[3] and (author := _words(row[3])).strip() and author in asked:
             score += AUTHOR_BOOST
         scored.append((min(max(score, 0.0), 1.0), chunk_id))
     scored.sort(key=lambda item: -item[0])
     return scored
 
 
-def _named_in(query: str):
-    """Whether an author's name is in the query, as whole words in that order
-    (case-insensitive): "Jeff" in "what did jeff say", "Mary Ann" in "Mary Ann's roof"."""
-    words = " " + " ".join(re.findall(r"\w+", query.lower())) + " "
-    seen: dict[str, bool] = {}
-
-    def named(author: str) -> bool:
-        if author not in seen:
-            name = " ".join(re.findall(r"\w+", author.lower()))
-            seen[author] = bool(name) and f" {name} " in words
-        return seen[author]
-
-    return named
+def _words(text: str) -> str:
+    """The text's words, lowercase, one space apart and around, so that whole words in
+    order are a substring: " mary ann " in " what did mary ann s roof "."""
+    return " " + " ".join(re.findall(r"\w+", text.lower())) + " "
 
 
 def _rows(index, entity, ids: list[int]) -> dict:

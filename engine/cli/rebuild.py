@@ -32,9 +32,10 @@ def replay_graph(
     if settings.graph_backend == "none":
         fail("GRAPH_BACKEND=none: there is no graph to replay into")
     db = Database.open(settings)
-    names = [entity] if entity else [e.name for e in entities.list_all(db)]
-    if entity and entity not in {e.name for e in entities.list_all(db)}:
+    known = [e.name for e in entities.list_all(db)]
+    if entity is not None and entity not in known:
         fail(f"no entity named {entity!r}")
+    names = [entity] if entity else known
     with Progress(transient=False) as bar:
         task = bar.add_task("replaying episodes into the graph", total=None)
         try:
