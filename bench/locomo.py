@@ -38,12 +38,14 @@ from datetime import datetime
 from rich.console import Console
 from rich.table import Table
 
-from engine import capture, entities, search
-from engine.config import Settings
-from engine.db import Database
-from engine.index import Index
-from engine.runtime import Runtime
-from engine.search import SearchRequest
+from engine.capture import entities
+from engine.capture import events as capture
+from engine.runtime import CAPTURE_LISTENERS, Runtime
+from engine.search import hybrid as search
+from engine.search.hybrid import SearchRequest
+from engine.search.index import Index
+from engine.store.config import Settings
+from engine.store.db import Database
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo10"
 KS = (1, 5, 10, 20)
@@ -148,7 +150,7 @@ def ingest(db: Database, settings: Settings, conversations: list[dict]) -> tuple
                 max_batch=settings.max_batch,
                 max_content_bytes=settings.max_content_bytes,
             )
-            capture.record(db, conv["name"], events)
+            capture.record(db, conv["name"], events, CAPTURE_LISTENERS)
             turns += len(events)
     captured = time.perf_counter()
     while True:  # the embed_events jobs run in the runtime's workers

@@ -10,9 +10,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import entities, queue
-from engine.config import Settings
-from engine.db import Database
+from engine.capture import entities
+from engine.store import queue
+from engine.store.config import Settings
+from engine.store.db import Database
 
 
 def enqueue(db: Database, n: int) -> float:

@@ -30,11 +30,14 @@ import time
 
 from bench.graph import synthetic_facts
 from bench.search_scale import DATA, corpus, grow
-from engine import anchors, crystals, entities, inventory, summaries
-from engine.config import Settings
-from engine.db import Database
-from engine.recall import RecallRequest, recall
+from engine.capture import entities
+from engine.crystal import crystals, summaries
+from engine.inventory import items as inventory
+from engine.recall.ambient import RecallRequest, recall
 from engine.runtime import Runtime
+from engine.search import anchors
+from engine.store.config import Settings
+from engine.store.db import Database
 
 ENTITY = "scale"
 

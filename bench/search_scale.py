@@ -40,11 +40,13 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from engine import entities, search, turns, vectors
-from engine.config import Settings
-from engine.db import Database
-from engine.index import Index, content_hash
-from engine.search import SearchRequest
+from engine.capture import entities
+from engine.search import hybrid as search
+from engine.search import turns, vectors
+from engine.search.hybrid import SearchRequest
+from engine.search.index import Index, content_hash
+from engine.store.config import Settings
+from engine.store.db import Database
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo10"
 SIZES = (1_000, 10_000, 100_000, 1_000_000)

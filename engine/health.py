@@ -8,8 +8,9 @@ not: the component says why.
 
 from __future__ import annotations
 
-from engine import embeddings, graph
+from engine.graph import backend as graph
 from engine.runtime import Runtime
+from engine.search import embeddings
 
 
 def report(runtime: Runtime) -> dict:

@@ -6,16 +6,24 @@ from __future__ import annotations
 
 import contextlib
 
-from engine import embeddings, episodes, queue, texture, turns, watch
-from engine.config import Settings
-from engine.db import Database
-from engine.index import Index
+from engine.graph import episodes, texture
+from engine.search import embeddings, turns, watch
+from engine.search.index import Index
+from engine.store import queue
+from engine.store.config import Settings
+from engine.store.db import Database
+
+CAPTURE_LISTENERS = (turns.admit, episodes.admit)
+"""What capture announces a stored batch to, inside its transaction: search indexes the
+new turns' words at once (their vectors follow as a job), the graph puts them in their
+episode windows. Every writer of events passes these to `capture.record`."""
 
 
 class Runtime:
     def __init__(self, settings: Settings, db: Database):
         self.settings = settings
         self.db = db
+        self.announce = CAPTURE_LISTENERS
         self.workers = queue.Workers(db, queue.Policy.from_settings(settings))
         # Search (layer 2 and the longform tier): the index with its vectors in memory, the
         # keeper that follows the homes' files, and the workers embedding captured turns.
@@ -26,7 +34,7 @@ class Runtime:
         # Layer 3: the graph backend, its episode sweeper, and the graph_episode workers.
         self.graph = None
         if settings.graph_backend != "none":
-            from engine.graph import Graph
+            from engine.graph.backend import Graph
 
             self.graph = Graph(settings, db)
             self.workers.add(

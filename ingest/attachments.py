@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from engine import timestamps
-from engine.config import Settings
-from engine.db import ensure_private_dir
+from engine.store import timestamps
+from engine.store.config import Settings
+from engine.store.db import ensure_private_dir
 from ingest.client import client_dir, identity, read_token, service_url
 
 Kind = Literal["collection", "memory"]

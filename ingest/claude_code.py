@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import timestamps
-from engine.config import Settings
-from engine.db import ensure_private_dir
+from engine.store import timestamps
+from engine.store.config import Settings
+from engine.store.db import ensure_private_dir
 from ingest import events as ev
 from ingest.client import Client, client_dir
 

@@ -52,7 +52,7 @@ def pps_command() -> list[str]:
     script = Path(sys.executable).parent / "pps"
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
-    return [sys.executable, "-m", "engine.cli"]
+    return [sys.executable, "-m", "pps.cli"]
 
 
 def hook_command(event: str, env: dict[str, str]) -> str:
@@ -72,7 +72,7 @@ def is_ours(command: Any) -> bool:
         words.pop(0)
     if words[:1] and Path(words[0]).name == "pps":
         return words[1:2] == ["hook"]
-    return words[1:4] == ["-m", "engine.cli", "hook"]
+    return words[1:4] == ["-m", "pps.cli", "hook"]
 
 
 def install(path: Path, env: dict[str, str], budget_s: float) -> Changes:

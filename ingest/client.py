@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from engine.config import Settings, is_loopback
+from engine.store.config import Settings, is_loopback
 from ingest.spool import Spool
 
 _STOP = "stop"

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import timestamps
-from engine.db import ensure_private_dir
+from engine.store import timestamps
+from engine.store.db import ensure_private_dir
 
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 """Most JSON bytes in one request (the service refuses bodies over PPS_MAX_REQUEST_BYTES)."""

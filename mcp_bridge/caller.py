@@ -16,10 +16,17 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
-from engine.config import Settings
-from engine.db import Database
-from engine.errors import BadUpstream, Conflict, InputError, NotFound, Unavailable, from_validation
 from engine.runtime import Runtime
+from engine.store.config import Settings
+from engine.store.db import Database
+from engine.store.errors import (
+    BadUpstream,
+    Conflict,
+    InputError,
+    NotFound,
+    Unavailable,
+    from_validation,
+)
 
 # What a tool does to memory, for the client to show and to ask before.
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)

@@ -13,11 +13,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from engine import entities
-from engine.errors import FieldProblem
-from engine.routes.deps import problem_response
+from engine.capture import entities
+from engine.store.errors import FieldProblem, problem_body
 from mcp_bridge import openclaw, pps, shared_memory, wordwalker
 
 PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
@@ -61,11 +61,10 @@ class BearerEntity:
         entity = entities.authenticate(db, token.strip()) if scheme.lower() == "bearer" else None
         if entity is None:
             problem = "missing" if not token else "unknown or revoked token"
-            response = problem_response(
-                401,
-                "unauthorized",
-                [FieldProblem("Authorization", problem)],
-                **{"WWW-Authenticate": "Bearer"},
+            response = JSONResponse(
+                problem_body("unauthorized", [FieldProblem("Authorization", problem)]),
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
             )
             return await response(scope, receive, send)
         scope.setdefault("state", {})["entity"] = entity

@@ -14,7 +14,9 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from engine import homes, search, transcripts
+from engine.contracts import transcripts
+from engine.search import homes
+from engine.search import hybrid as search
 from mcp_bridge.caller import READ, caller, tool_errors
 
 INSTRUCTIONS = """Your memory files: MEMORY.md (curated long-term memory), memory/*.md (daily

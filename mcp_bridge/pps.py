@@ -11,20 +11,15 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 
-from engine import (
-    anchors,
-    capture,
-    crystals,
-    health,
-    homes,
-    inventory,
-    queue,
-    recall,
-    summaries,
-    summarize,
-    texture,
-)
-from engine.errors import InputError
+from engine import health
+from engine.capture import events as capture
+from engine.crystal import crystals, summaries, summarize
+from engine.graph import texture
+from engine.inventory import items as inventory
+from engine.recall import ambient as recall
+from engine.search import anchors, homes
+from engine.store import queue
+from engine.store.errors import InputError
 from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, caller, tool_errors
 
 INSTRUCTIONS = """Pattern persistence: one memory across every channel you live in.
@@ -102,7 +97,7 @@ def build() -> MCPServer:
                 max_batch=1,
                 max_content_bytes=me.settings.max_content_bytes,
             )
-            [stored] = capture.record(me.db, me.entity, events)
+            [stored] = capture.record(me.db, me.entity, events, me.runtime.announce)
         return stored.model_dump()
 
     @tool(annotations=READ)
@@ -249,7 +244,9 @@ def build() -> MCPServer:
         the queue (minutes, not instantly)."""
         me = caller(ctx)
         with tool_errors():
-            return texture.add(me.db, me.entity, texture.NoteIn(content=content)).model_dump()
+            return texture.add(
+                me.db, me.entity, texture.NoteIn(content=content), me.runtime.announce
+            ).model_dump()
 
     @tool(annotations=WRITE)
     def texture_add_triplet(
@@ -262,7 +259,7 @@ def build() -> MCPServer:
             triplet = texture.TripletIn(
                 source=source, relationship=relationship, target=target, fact=fact
             )
-            return texture.add_triplet(me.db, me.entity, triplet).model_dump()
+            return texture.add_triplet(me.db, me.entity, triplet, me.runtime.announce).model_dump()
 
     @tool(annotations=DELETE)
     def texture_delete(ctx: Context, uuid: str) -> dict:

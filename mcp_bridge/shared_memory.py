@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from engine import memories
+from engine.contracts import shared_memory as memories
 from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, caller, tool_errors
 
 INSTRUCTIONS = """Semantic memory you search on demand: "what did we decide about X?" returns

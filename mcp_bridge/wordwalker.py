@@ -11,8 +11,8 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from engine import fragments
-from engine import search as searching
+from engine.search import fragments
+from engine.search import hybrid as searching
 from mcp_bridge.caller import READ, WRITE, caller, tool_errors
 
 INSTRUCTIONS = """Word Walker: semantic search over your own memory, and a bank to add to.

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from engine.process import ServerProcess
+from pps.process import ServerProcess
 from tests.stub_llm import StubLLM
 
 _names = itertools.count()

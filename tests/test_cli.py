@@ -7,16 +7,16 @@ import sys
 
 import pytest
 
-from engine import entities
-from engine.config import Settings
-from engine.db import Database
+from engine.capture import entities
+from engine.store.config import Settings
+from engine.store.db import Database
 
 
 def pps(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
     import os
 
     return subprocess.run(
-        [sys.executable, "-m", "engine.cli", *args],
+        [sys.executable, "-m", "pps.cli", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},

@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from engine.process import ServerProcess
+from pps.process import ServerProcess
 from tests.conftest import connect
 
 TOTAL = 5000

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import crystals
-from engine.errors import InputError, NotFound
+from engine.crystal import crystals
+from engine.store.errors import InputError, NotFound
 
 
 def test_chain_numbering_and_rolling_window(tmp_path):

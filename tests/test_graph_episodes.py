@@ -8,10 +8,14 @@ import time
 
 import pytest
 
-from engine import capture, entities, episodes, queue
-from engine.config import Settings
-from engine.db import Database
-from engine.episodes import Window
+from engine.capture import entities
+from engine.capture import events as capture
+from engine.graph import episodes
+from engine.graph.episodes import Window
+from engine.runtime import CAPTURE_LISTENERS
+from engine.store import queue
+from engine.store.config import Settings
+from engine.store.db import Database
 
 
 @pytest.fixture
@@ -26,7 +30,7 @@ def db(tmp_path):
 def record(db, entity="lyra", **fields):
     event = {"channel": "terminal", "author": "jeff", "content": "hello there", **fields}
     parsed = capture.parse_events([event], max_batch=10, max_content_bytes=100_000)
-    return capture.record(db, entity, parsed)[0].event_uid
+    return capture.record(db, entity, parsed, CAPTURE_LISTENERS)[0].event_uid
 
 
 def covered(db, uuid):

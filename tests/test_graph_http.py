@@ -19,10 +19,10 @@ import pytest
 from mcp_client import ToolFailed, call, session
 from stub_llm import StubLLM
 
-from engine.config import Settings
 from engine.graph.server import FalkorServer
 from engine.graph.store import GraphStore
-from engine.process import ServerProcess, free_port
+from engine.store.config import Settings
+from pps.process import ServerProcess, free_port
 
 FAST = {
     "PPS_GRAPH_EPISODE_IDLE_S": "0.3",
@@ -376,7 +376,7 @@ def test_replay_into_an_empty_graph_gives_the_same_episodes(tmp_path, stub):
         )  # fmt: skip
         assert "pps replay graph" in graph["warning"]
     replay = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "replay", "graph", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "pps.cli", "replay", "graph", "--data-dir", str(data_dir)],
         env={**os.environ, **env, "PPS_PORT": str(free_port())},  # no server there
         capture_output=True,
         text=True,

@@ -9,12 +9,19 @@ import time
 import pytest
 from stub_llm import StubLLM
 
-from engine import capture, embeddings, entities, episodes, queue, texture
-from engine.config import Settings
-from engine.db import Database
-from engine.errors import NotFound
-from engine.graph import BUDGET_SPENT, Graph
+from engine.capture import entities
+from engine.capture import events as capture
+from engine.graph import episodes, texture
+from engine.graph.backend import Graph
 from engine.graph.server import FalkorServer
+from engine.llm import budget
+from engine.llm import client as llm
+from engine.runtime import CAPTURE_LISTENERS
+from engine.search import embeddings
+from engine.store import queue
+from engine.store.config import Settings
+from engine.store.db import Database
+from engine.store.errors import NotFound
 
 TURNS = [
     "I moved to Denver with Lyra last spring.",
@@ -71,7 +78,8 @@ def new_entity(db) -> str:
 
 def episode_job(db, entity, turns=TURNS) -> queue.Job:
     events = [{"channel": "terminal", "author": "Jeff", "content": t} for t in turns]
-    capture.record(db, entity, capture.parse_events(events, max_batch=50, max_content_bytes=10**5))
+    parsed = capture.parse_events(events, max_batch=50, max_content_bytes=10**5)
+    capture.record(db, entity, parsed, CAPTURE_LISTENERS)
     (uuid,) = episodes.close_windows(db, episodes.Window(), force=True)
     row = db.conn.execute("SELECT * FROM jobs WHERE key = ?", (uuid,)).fetchone()
     return queue.Job.from_row(row)
@@ -187,11 +195,11 @@ def test_calls_and_tokens_are_metered_and_the_daily_budget_holds(make_graph, stu
     entity = new_entity(db)
     handle = texture.handler(graph, db, settings)
     handle(episode_job(db, entity))
-    used = texture.usage_today(db, entity)
+    used = budget.usage_today(db, entity)
     assert used["calls"] == stub.calls >= 3 and used["tokens"] > 0
-    with pytest.raises(queue.Pause, match=BUDGET_SPENT):
+    with pytest.raises(queue.Pause, match=budget.BUDGET_SPENT):
         handle(episode_job(db, entity, ["Paris in May with Lyra."]))
-    assert texture.usage_today(db, entity) == used
+    assert budget.usage_today(db, entity) == used
 
 
 def test_triplets_and_notes_reach_the_graph(make_graph, stub):
@@ -203,8 +211,11 @@ def test_triplets_and_notes_reach_the_graph(make_graph, stub):
         texture.TripletIn(
             source="Jeff", relationship="works at", target="Acme", fact="Jeff works at Acme."
         ),
+        CAPTURE_LISTENERS,
     )
-    note = texture.add(db, entity, texture.NoteIn(content="Lyra adopted a cat named Miso."))
+    note = texture.add(
+        db, entity, texture.NoteIn(content="Lyra adopted a cat named Miso."), CAPTURE_LISTENERS
+    )
     handle = texture.handler(graph, db, settings)
     for uuid in episodes.close_windows(db, episodes.Window()):
         row = db.conn.execute("SELECT * FROM jobs WHERE key = ?", (uuid,)).fetchone()
@@ -250,7 +261,10 @@ def test_explore_timeline_and_time_windows(make_graph, stub):
             for t in turns
         ]
         capture.record(
-            db, entity, capture.parse_events(events, max_batch=9, max_content_bytes=9999)
+            db,
+            entity,
+            capture.parse_events(events, max_batch=9, max_content_bytes=9999),
+            CAPTURE_LISTENERS,
         )
     for uuid in episodes.close_windows(db, episodes.Window(), force=True):
         handle(
@@ -279,11 +293,11 @@ def test_a_deleted_episode_stays_out_of_replays(make_graph, stub):
     assert texture.delete(graph, db, entity, dropped.key).deleted == "episode"
     assert graph.store.episode_uuids(entity) == [kept.key]
     graph.store.clear(entity)
-    number = texture.replay(db, graph.window, entity)
+    number = episodes.replay(db, graph.window, entity)
     for row in db.conn.execute("SELECT * FROM jobs WHERE key LIKE ?", (f"%/replay-{number}",)):
         handle(queue.Job.from_row(row))
     assert graph.store.episode_uuids(entity) == [kept.key]
-    assert texture.replay_progress(db, number)["total"] == 1
+    assert episodes.replay_progress(db, number)["total"] == 1
     line = texture.timeline(graph, db, entity, texture.TimelineQuery())
     assert [e.uuid for e in line.episodes] == [kept.key]
 
@@ -340,7 +354,6 @@ def test_a_spent_budget_resumes_on_a_new_day(make_graph, stub):
 
 
 def test_the_llm_probe_says_what_is_wrong(stub):
-    from engine.graph import llm
 
     settings = Settings(llm_provider="openai_compatible", llm_base_url=stub.url, llm_model="m")
     assert llm.probe(settings) == {"status": "ok"}

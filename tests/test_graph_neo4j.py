@@ -8,7 +8,7 @@ import pytest
 from stub_llm import StubLLM
 from test_graph_http import TURNS, Entity, llm_env
 
-from engine.process import ServerProcess
+from pps.process import ServerProcess
 
 
 def _docker_problem() -> str | None:

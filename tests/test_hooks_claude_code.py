@@ -16,8 +16,8 @@ import time
 import httpx
 import pytest
 
-from engine import timestamps
-from engine.process import ServerProcess
+from engine.store import timestamps
+from pps.process import ServerProcess
 from tests.conftest import NO_GRAPH
 from tests.fixtures_ingest import Transcript, all_events, client_env, pps, token_of
 

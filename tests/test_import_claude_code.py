@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from engine.process import ServerProcess
+from pps.process import ServerProcess
 from tests.conftest import NO_GRAPH
 from tests.fixtures_ingest import (
     Transcript,

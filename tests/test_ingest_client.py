@@ -16,9 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from engine.process import ServerProcess
 from ingest.client import Client
 from ingest.spool import Spool
+from pps.process import ServerProcess
 from tests.conftest import NO_GRAPH, connect
 from tests.fixtures_ingest import ROOT, all_events, client_env, pps, token_of
 
@@ -225,7 +225,7 @@ def test_sigkill_mid_flush_then_flush_again_stores_each_event_once(own_server, t
         server.url, token, tmp_path, PPS_SPOOL_PATH=str(spool.path), PPS_CLIENT_BATCH="100"
     )
     flusher = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "ingest", "flush"],
+        [sys.executable, "-m", "pps.cli", "ingest", "flush"],
         env=env,
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,

@@ -313,7 +313,7 @@ def test_stdio_bridge_forwards_to_the_service_with_the_token(server, make_client
         command=sys.executable,
         args=[
             "-m",
-            "engine.cli",
+            "pps.cli",
             "mcp",
             "--profile",
             "pps",
@@ -347,11 +347,11 @@ def test_stdio_bridge_reports_a_stopped_service_as_a_tool_error(tmp_path):
 
     from mcp import Client, StdioServerParameters
 
-    from engine.process import free_port
+    from pps.process import free_port
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "engine.cli", "mcp", "--url", f"http://127.0.0.1:{free_port()}"],
+        args=["-m", "pps.cli", "mcp", "--url", f"http://127.0.0.1:{free_port()}"],
         env={**os.environ, "PPS_TOKEN": "pps_whatever"},
     )
 

@@ -116,7 +116,7 @@ def test_each_profile_over_the_stdio_bridge(
     params = StdioServerParameters(
         command=sys.executable,
         args=[
-            *("-m", "engine.cli", "mcp", "--profile", profile),
+            *("-m", "pps.cli", "mcp", "--profile", profile),
             *("--url", server.url, "--token-file", str(token_file)),
         ],
         env={**os.environ, "PPS_TOKEN": ""},

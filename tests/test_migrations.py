@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import entities
-from engine.db import Database, migrations
+from engine.capture import entities
+from engine.store.db import Database, migrations
 
 VERSIONS = [m.version for m in migrations()]
 LATEST = VERSIONS[-1]
@@ -64,7 +64,7 @@ def test_every_earlier_version_migrates_forward(tmp_path, start):
 
 
 def test_database_and_data_dir_are_private(tmp_path):
-    from engine.config import Settings
+    from engine.store.config import Settings
 
     settings = Settings(data_dir=tmp_path / "data")
     Database.open(settings)

@@ -12,10 +12,11 @@ import time
 
 import pytest
 
-from engine import entities, queue
-from engine.config import Settings
-from engine.db import Database
-from engine.queue import Pause, Policy, Workers
+from engine.capture import entities
+from engine.store import queue
+from engine.store.config import Settings
+from engine.store.db import Database
+from engine.store.queue import Pause, Policy, Workers
 
 FAST = Policy(lease_s=1.0, max_attempts=4, backoff_initial_s=0.05, backoff_max_s=0.2, poll_s=0.02)
 
@@ -193,8 +194,8 @@ def test_worker_process_killed_mid_job_is_reclaimed_and_finishes_once(db, tmp_pa
     script = textwrap.dedent(
         f"""
         import time, pathlib
-        from engine.db import Database
-        from engine.queue import Workers, Policy
+        from engine.store.db import Database
+        from engine.store.queue import Workers, Policy
         db = Database(pathlib.Path({str(db.path)!r}))
         def hang(job):
             pathlib.Path({str(started)!r}).write_text(job.key)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from engine.process import ServerProcess
+from pps.process import ServerProcess
 from tests.conftest import NO_GRAPH, connect
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from engine.process import ServerProcess
+from pps.process import ServerProcess
 from tests.conftest import connect
 
 

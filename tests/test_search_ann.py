@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.process import ServerProcess
+from pps.process import ServerProcess
 from tests.conftest import NO_GRAPH
 from tests.searching import search, wait_for
 

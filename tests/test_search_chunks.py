@@ -3,7 +3,7 @@ matter as metadata; every chunk is the file's own text at the lines it names."""
 
 from __future__ import annotations
 
-from engine.chunks import split
+from engine.search.chunks import split
 
 NOTE = """---
 title: Garden notes

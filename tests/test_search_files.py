@@ -123,7 +123,7 @@ def test_reindex_rebuilds_the_index_from_disk(server, client):
     assert paths(search(client, "where are the light bulbs"))[0] == "memory/facts.md"
     command = ["reindex", "--entity", "nobody", "--data-dir", str(server.data_dir)]
     refused = subprocess.run(
-        [sys.executable, "-m", "engine.cli", *command],
+        [sys.executable, "-m", "pps.cli", *command],
         capture_output=True,
         text=True,
     )

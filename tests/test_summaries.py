@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from engine import summaries
-from engine.config import Settings
-from engine.db import Database
+from engine.crystal import summaries
+from engine.store.config import Settings
+from engine.store.db import Database
 
 
 def _turns(client, n, channel="terminal", start=0):

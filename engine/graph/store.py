@@ -52,11 +52,14 @@ from graphiti_core.utils.datetime_utils import utc_now
 from graphiti_core.utils.maintenance.graph_data_operations import clear_data
 from redis.exceptions import ResponseError
 
-from engine import embeddings, timestamps
-from engine.config import Settings
-from engine.episodes import Episode
-from engine.graph import Fact, Node, llm
 from engine.graph.embedder import LocalEmbedder
+from engine.graph.episodes import Episode
+from engine.graph.facts import Fact, Node
+from engine.llm import budget
+from engine.llm import client as llm
+from engine.search import embeddings
+from engine.store import timestamps
+from engine.store.config import Settings
 
 log = logging.getLogger("pps.graph.store")
 
@@ -144,13 +147,13 @@ class GraphStore:
 
     # --- writing ---
 
-    def add_episode(self, episode: Episode, usage: llm.Usage | None = None) -> Added:
+    def add_episode(self, episode: Episode, usage: budget.Usage | None = None) -> Added:
         """Add the episode once (see the module docstring); the LLM calls it makes are
         counted into `usage`, even when it fails."""
         graph = self._graph(episode.entity)
-        return self._call(self._add(graph, episode, usage or llm.Usage()), timeout=None)
+        return self._call(self._add(graph, episode, usage or budget.Usage()), timeout=None)
 
-    async def _add(self, graph: Graphiti, episode: Episode, usage: llm.Usage) -> Added:
+    async def _add(self, graph: Graphiti, episode: Episode, usage: budget.Usage) -> Added:
         llm.count_into(usage)
         entity = episode.entity
         await self._ensure_indices(entity, graph)

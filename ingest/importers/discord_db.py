@@ -23,8 +23,8 @@ from typing import Any
 
 from rich.progress import Progress
 
-from engine import timestamps
-from engine.capture import CHANNEL_PATTERN
+from engine.capture.events import CHANNEL_PATTERN
+from engine.store import timestamps
 from ingest import events as ev
 from ingest.discord import message_uid
 from ingest.importers import Import, Summary, progress_task

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from engine.config import Settings
+from engine.store.config import Settings
 from ingest import attachments
 from ingest import events as ev
 from ingest.importers import Import, Summary, markdown_files, progress_task, read_text

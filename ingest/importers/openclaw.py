@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.config import Settings
+from engine.store.config import Settings
 from ingest import attachments
 from ingest.importers import Summary, markdown_files, read_text
 

@@ -43,7 +43,7 @@ def pps(*args: str, env: dict[str, str], stdin: bytes | str | None = None, cwd: 
     """Run `pps ARGS` as a child process; returns the CompletedProcess (text output)."""
     data = stdin.encode() if isinstance(stdin, str) else stdin
     done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", *args],
+        [sys.executable, "-m", "pps.cli", *args],
         input=data,
         capture_output=True,
         env=env,

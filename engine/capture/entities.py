@@ -1,0 +1,87 @@
+"""Entities and their bearer tokens. The token decides the entity on every request.
+
+A token is shown once, when it is made; only its SHA-256 is stored (tokens are 256
+random bits, so a plain hash is enough to make a stolen database useless for auth).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+
+from engine.store import timestamps
+from engine.store.db import Database
+from engine.store.errors import Conflict, InputError, NotFound
+
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+TOKEN_PREFIX = "pps_"
+
+
+@dataclass(frozen=True)
+class Entity:
+    name: str
+    created_at: str
+    rotated_at: str | None
+
+
+def check_name(name: str) -> str:
+    if not NAME_PATTERN.fullmatch(name):
+        raise InputError.of(
+            "name",
+            f"{name!r} is not a valid entity name: use 1-64 characters of a-z, 0-9, '_' "
+            "and '-', starting with a letter or digit",
+        )
+    return name
+
+
+def create(db: Database, name: str) -> str:
+    """Create an entity and return its new token."""
+    check_name(name)
+    token = _new_token()
+    with db.write() as conn:
+        if conn.execute("SELECT 1 FROM entities WHERE name = ?", (name,)).fetchone():
+            raise Conflict(f"entity {name!r} already exists (use `pps entity rotate {name}`)")
+        conn.execute(
+            "INSERT INTO entities (name, token_hash, created_at) VALUES (?, ?, ?)",
+            (name, _hash(token), timestamps.now()),
+        )
+    return token
+
+
+def rotate(db: Database, name: str) -> str:
+    """Replace an entity's token; the old one stops working at once."""
+    check_name(name)
+    token = _new_token()
+    with db.write() as conn:
+        updated = conn.execute(
+            "UPDATE entities SET token_hash = ?, rotated_at = ? WHERE name = ?",
+            (_hash(token), timestamps.now(), name),
+        ).rowcount
+    if not updated:
+        raise NotFound(f"no entity named {name!r}")
+    return token
+
+
+def list_all(db: Database) -> list[Entity]:
+    rows = db.conn.execute("SELECT name, created_at, rotated_at FROM entities ORDER BY name")
+    return [Entity(**row) for row in rows]
+
+
+def authenticate(db: Database, token: str) -> str | None:
+    """The entity a token belongs to, or None."""
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    row = db.conn.execute(
+        "SELECT name FROM entities WHERE token_hash = ?", (_hash(token),)
+    ).fetchone()
+    return row["name"] if row else None
+
+
+def _new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()

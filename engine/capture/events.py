@@ -1,0 +1,350 @@
+"""Layer 1, raw capture: every event from every channel, in SQLite.
+
+What happens when an event arrives: `parse_events` checks the request as a whole
+(shape, batch size, each field, content size) and names every problem; `record`
+writes the batch in one transaction and reports, per event, its id and whether it
+was new. Nothing is acknowledged before the commit; a rejected batch stores nothing.
+
+Capture knows nothing of the layers that follow it. `record` announces the ids it
+stored, inside their transaction, to the listeners it is given; the runtime wires them
+(engine.runtime.CAPTURE_LISTENERS: search indexes the turns, the graph windows them),
+so an event and what it owes the other layers commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sqlite3
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
+
+from engine.capture.words import fts_query
+from engine.store import timestamps
+from engine.store.db import Database
+from engine.store.errors import FieldProblem, InputError, from_validation
+
+CHANNEL_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
+EVENT_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
+EVENT_UID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@/+=#-]{0,199}$"
+Moment = Annotated[str | int | float, AfterValidator(timestamps.normalise)]
+"""A timestamp as clients send it, stored normalised (see engine.timestamps)."""
+
+_CHANNEL_HELP = (
+    "channel must be 1-64 characters of a-z, 0-9, '_', '.', ':' and '-', "
+    "starting with a letter or digit (e.g. 'terminal', 'discord', 'discord:general')"
+)
+
+
+class EventIn(BaseModel):
+    """One event as a client sends it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event_uid: str | None = Field(
+        None,
+        pattern=EVENT_UID_PATTERN,
+        description="Stable id from the client; re-sending it stores nothing new.",
+    )
+    channel: str = Field(description="Where it happened: terminal, discord, reflection, ...")
+    event_type: str = Field("message", pattern=EVENT_TYPE_PATTERN)
+    author: str | None = Field(None, max_length=256)
+    role: str | None = Field(None, max_length=64)
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    session_id: str | None = Field(None, max_length=256)
+    created_at: Moment | None = Field(
+        None, description="ISO-8601 with any offset or Z, or epoch seconds; default: now."
+    )
+
+    @field_validator("channel")
+    @classmethod
+    def _channel(cls, value: str) -> str:
+        if not re.fullmatch(CHANNEL_PATTERN, value):
+            raise ValueError(f"unknown channel format {value!r}: {_CHANNEL_HELP}")
+        return value
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be empty")
+        return value
+
+
+class Event(BaseModel):
+    """One stored event."""
+
+    id: int
+    event_uid: str
+    entity: str
+    channel: str
+    event_type: str
+    author: str | None
+    role: str | None
+    content: str
+    metadata: dict[str, Any]
+    session_id: str | None
+    created_at: str
+    received_at: str
+
+    @classmethod
+    def from_row(cls, row) -> Event:
+        data = dict(row)
+        data["metadata"] = json.loads(data["metadata"])
+        return cls.model_validate(data)
+
+
+class Recorded(BaseModel):
+    id: int
+    event_uid: str
+    duplicate: bool
+
+
+Order = Literal["newest", "oldest"]
+
+
+class EventFilter(BaseModel):
+    """Filters shared by listing and searching. Unknown names are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
+    event_type: str | None = Field(None, pattern=EVENT_TYPE_PATTERN)
+    session_id: str | None = Field(None, max_length=256)
+    since: Moment | None = Field(None, description="Inclusive; ISO-8601 or epoch seconds.")
+    until: Moment | None = Field(None, description="Inclusive; ISO-8601 or epoch seconds.")
+
+    def where(self, entity: str, alias: str = "") -> tuple[str, list[Any]]:
+        """The SQL condition for this filter (columns prefixed with `alias`)."""
+        clauses, params = [f"{alias}entity = ?"], [entity]
+        for column in ("channel", "event_type", "session_id"):
+            value = getattr(self, column)
+            if value is not None:
+                clauses.append(f"{alias}{column} = ?")
+                params.append(value)
+        if self.since is not None:
+            clauses.append(f"{alias}created_at >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            clauses.append(f"{alias}created_at <= ?")
+            params.append(self.until)
+        return " AND ".join(clauses), params
+
+
+class EventQuery(EventFilter):
+    limit: int = Field(100, ge=1, le=1000)
+    cursor: str | None = Field(None, description="next_cursor from the previous page.")
+    order: Order = "newest"
+
+
+class SearchQuery(EventFilter):
+    q: str = Field(min_length=1, max_length=4096, description="Words to find.")
+    limit: int = Field(20, ge=1, le=200)
+    offset: int = Field(0, ge=0, le=10_000)
+
+
+class AroundQuery(EventFilter):
+    timestamp: Moment = Field(description="The moment: ISO-8601 or epoch seconds.")
+    count: int = Field(20, ge=1, le=500, description="How many events in all.")
+
+
+class Page(BaseModel):
+    events: list[Event]
+    next_cursor: str | None
+
+
+class SearchHit(BaseModel):
+    event: Event
+    snippet: str
+    score: float
+
+
+_EVENT_LIST = TypeAdapter(list[EventIn])
+
+
+def parse_events(payload: Any, *, max_batch: int, max_content_bytes: int) -> list[EventIn]:
+    """Validate a request body (one event or a list); raise InputError naming every problem."""
+    single = isinstance(payload, dict)
+    items = [payload] if single else payload
+    if not isinstance(items, list):
+        raise InputError.of("body", "expected an event object or a list of event objects")
+    if not items:
+        raise InputError.of("events", "the list is empty; send at least one event")
+    if len(items) > max_batch:
+        raise InputError.of(
+            "events", f"{len(items)} events in one request; the maximum is {max_batch}"
+        )
+
+    def field(index: int, name: str) -> str:
+        return name if single else f"events[{index}].{name}"
+
+    try:
+        events = _EVENT_LIST.validate_python(items)
+    except ValidationError as exc:
+        errors = exc.errors()
+        if single:
+            errors = [{**e, "loc": e["loc"][1:]} for e in errors]
+        raise from_validation(errors, prefix=() if single else ("events",)) from None
+
+    problems = []
+    for index, event in enumerate(events):
+        size = len(event.content.encode())
+        if size > max_content_bytes:
+            problems.append(
+                FieldProblem(
+                    field(index, "content"),
+                    f"{size} bytes; the maximum is {max_content_bytes} bytes",
+                )
+            )
+        meta_size = len(json.dumps(event.metadata))
+        if meta_size > max_content_bytes:
+            problems.append(
+                FieldProblem(
+                    field(index, "metadata"),
+                    f"{meta_size} bytes as JSON; the maximum is {max_content_bytes} bytes",
+                )
+            )
+    if problems:
+        raise InputError(problems)
+    return events
+
+
+Listener = Callable[[sqlite3.Connection, str, list[int]], None]
+"""Told (connection, entity, ids of the events just stored) inside the batch's transaction."""
+
+
+def record(
+    db: Database, entity: str, events: list[EventIn], announce: Sequence[Listener]
+) -> list[Recorded]:
+    """Store a batch in one transaction and announce the new events' ids to `announce`.
+    An event_uid already stored (or repeated in the batch) stores nothing and answers
+    with the original id, marked duplicate."""
+    received_at = timestamps.now()
+    results = []
+    with db.write() as conn:
+        for event in events:
+            uid = event.event_uid or uuid.uuid4().hex
+            row = conn.execute(
+                "INSERT INTO events (entity, event_uid, channel, event_type, author, role,"
+                " content, metadata, session_id, created_at, received_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (entity, event_uid) DO NOTHING RETURNING id",
+                (
+                    entity,
+                    uid,
+                    event.channel,
+                    event.event_type,
+                    event.author,
+                    event.role,
+                    event.content,
+                    json.dumps(event.metadata, ensure_ascii=False),
+                    event.session_id,
+                    event.created_at or received_at,
+                    received_at,
+                ),
+            ).fetchone()
+            if row is not None:
+                results.append(Recorded(id=row[0], event_uid=uid, duplicate=False))
+                continue
+            original = conn.execute(
+                "SELECT id FROM events WHERE entity = ? AND event_uid = ?", (entity, uid)
+            ).fetchone()
+            results.append(Recorded(id=original[0], event_uid=uid, duplicate=True))
+        new = [r.id for r in results if not r.duplicate]
+        for listener in announce if new else ():
+            listener(conn, entity, new)
+    return results
+
+
+def list_events(db: Database, entity: str, query: EventQuery) -> Page:
+    """One page of events, newest or oldest first, with a cursor for the next page."""
+    where, params = query.where(entity)
+    newest = query.order == "newest"
+    if query.cursor is not None:
+        created_at, event_id = _decode_cursor(query.cursor, query.order)
+        where += " AND (created_at, id) " + ("<" if newest else ">") + " (?, ?)"
+        params += [created_at, event_id]
+    direction = "DESC" if newest else "ASC"
+    rows = db.conn.execute(
+        f"SELECT * FROM events WHERE {where}"
+        f" ORDER BY created_at {direction}, id {direction} LIMIT ?",
+        [*params, query.limit + 1],
+    ).fetchall()
+    events = [Event.from_row(row) for row in rows[: query.limit]]
+    more = len(rows) > query.limit
+    next_cursor = _encode_cursor(events[-1], query.order) if more else None
+    return Page(events=events, next_cursor=next_cursor)
+
+
+def search_events(db: Database, entity: str, query: SearchQuery) -> list[SearchHit]:
+    """FTS5 ranked search over content (any of the words; more matches rank higher)."""
+    match = fts_query(query.q)
+    if match is None:
+        raise InputError.of("q", "no searchable words in the query")
+    where, params = query.where(entity, alias="e.")
+    rows = db.conn.execute(
+        "SELECT e.*, snippet(events_fts, 0, '**', '**', '…', 16) AS snippet,"
+        " bm25(events_fts) AS rank"
+        " FROM events_fts JOIN events e ON e.id = events_fts.rowid"
+        f" WHERE events_fts MATCH ? AND {where}"
+        " ORDER BY rank LIMIT ? OFFSET ?",
+        [match, *params, query.limit, query.offset],
+    ).fetchall()
+    hits = []
+    for row in rows:
+        data = dict(row)
+        snippet, rank = data.pop("snippet"), data.pop("rank")
+        hits.append(SearchHit(event=Event.from_row(data), snippet=snippet, score=-rank))
+    return hits
+
+
+def turns_around(db: Database, entity: str, query: AroundQuery) -> list[Event]:
+    """`count` events around the moment (half before, half after), oldest first."""
+    at, count = query.timestamp, query.count
+    where, params = query.where(entity)
+    before = db.conn.execute(
+        f"SELECT * FROM events WHERE {where} AND created_at <= ?"
+        " ORDER BY created_at DESC, id DESC LIMIT ?",
+        [*params, at, count],
+    ).fetchall()
+    after = db.conn.execute(
+        f"SELECT * FROM events WHERE {where} AND created_at > ?"
+        " ORDER BY created_at ASC, id ASC LIMIT ?",
+        [*params, at, count],
+    ).fetchall()
+    want_after = min(len(after), count // 2)
+    want_before = min(len(before), count - want_after)
+    want_after = min(len(after), count - want_before)
+    rows = list(reversed(before[:want_before])) + after[:want_after]
+    return [Event.from_row(row) for row in rows]
+
+
+def _encode_cursor(event: Event, order: Order) -> str:
+    raw = json.dumps([event.created_at, event.id, order]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, order: Order) -> tuple[str, int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created_at, event_id, cursor_order = json.loads(raw)
+        if not (isinstance(created_at, str) and isinstance(event_id, int)):
+            raise ValueError
+    except (ValueError, TypeError):
+        raise InputError.of("cursor", "not a cursor this service gave out") from None
+    if cursor_order != order:
+        raise InputError.of("cursor", f"this cursor pages in {cursor_order!r} order, not {order!r}")
+    return created_at, event_id

@@ -1,0 +1,157 @@
+"""summarize_messages: compress the oldest unsummarized turns into a layer 4 summary.
+
+With an LLM configured (the one graph extraction uses) the summary is written and stored
+here; without one, the turns come back for the agent to summarize and store itself. The
+batch and its id range are fixed before the LLM is asked, so turns stored while it thinks
+stay unsummarized, and a failed or useless answer stores nothing.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine.capture.events import Event
+from engine.crystal import summaries
+from engine.crystal.summaries import SUMMARY_TYPE_PATTERN, Batch, Summary, SummaryIn
+from engine.llm import budget
+from engine.llm import client as llm
+from engine.store.config import Settings
+from engine.store.db import Database
+from engine.store.errors import BadUpstream, Unavailable
+
+# The prompt is data: tune it here without touching the control flow below.
+SYSTEM = (
+    "You compress conversation history into long-term memory for an AI entity. Write one "
+    "summary of the turns you are given, in plain prose, past tense. Keep who said what, "
+    "decisions and promises made, feelings expressed, and every name, place and date that "
+    "appears. Leave out greetings and filler. Do not invent anything that is not in the turns."
+)
+PROMPT = (
+    "Summarize these {count} turns ({first} to {last}). Each line is [time, channel] "
+    "speaker: text.\n<TURNS>\n{turns}\n</TURNS>"
+)
+
+
+class SummarizeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(50, ge=1, le=1000, description="How many of the oldest turns to compress.")
+    summary_type: str = Field("message", pattern=SUMMARY_TYPE_PATTERN)
+
+
+class MessageSummary(BaseModel):
+    """The answer asked of the LLM (its JSON schema is the structured-output format)."""
+
+    summary: str = Field(
+        description="The summary: who said what, decisions, feelings, names and dates."
+    )
+
+
+class Summarized(BaseModel):
+    summarized: bool = Field(description="True: stored here; false: see `message`.")
+    message: str
+    summary_type: str
+    start_id: int | None
+    end_id: int | None
+    count: int = Field(description="Turns summarized (or to summarize).")
+    summary: Summary | None = Field(None, description="What was stored, when summarized.")
+    turns: list[Event] = Field(
+        description="Without an LLM: the turns to summarize; empty when summarized here."
+    )
+    unsummarized: int = Field(description="Turns still unsummarized after this call.")
+
+
+class Failed(BadUpstream):
+    """The LLM answered, but with nothing usable (an error status, text that is not the
+    JSON asked for, an empty summary): no summary was stored. When no answer came at all
+    (timeout, rate limit, budget spent) the error is Unavailable("llm", ...) instead."""
+
+    def __init__(self, reason: str):
+        super().__init__("llm", f"{reason}; nothing was stored")
+
+
+def summarize(
+    db: Database, settings: Settings, entity: str, request: SummarizeRequest
+) -> Summarized:
+    batch = summaries.next_batch(db, entity, request.limit)
+    if not batch.turns:
+        return _answer(batch, request, "Nothing to summarize.")
+    if settings.llm_provider == "none":
+        message = (
+            "No summarizing LLM is configured: summarize these turns and call store_summary"
+            f" with start_id={batch.start_id} and end_id={batch.end_id}"
+        )
+        return _answer(batch, request, message)
+    text = _write(db, settings, entity, batch)
+    try:
+        summary_in = SummaryIn(
+            summary_text=text,
+            start_id=batch.start_id,
+            end_id=batch.end_id,
+            channels=batch.channels,
+            summary_type=request.summary_type,
+        )
+    except ValidationError as exc:
+        raise Failed(f"the LLM's summary cannot be stored: {exc}"[:300]) from exc
+    summary = summaries.store(db, entity, summary_in, written_from=[t.id for t in batch.turns])
+    left = summaries.unsummarized_count(db, entity)
+    return Summarized(
+        summarized=True,
+        message=f"Summarized {len(batch.turns)} turns (ids {batch.start_id}..{batch.end_id})"
+        f" into summary {summary.id}; {left} turns are still unsummarized.",
+        summary_type=summary.summary_type,
+        start_id=batch.start_id,
+        end_id=batch.end_id,
+        count=len(batch.turns),
+        summary=summary,
+        turns=[],
+        unsummarized=left,
+    )
+
+
+def _write(db: Database, settings: Settings, entity: str, batch: Batch) -> str:
+    """Ask the LLM for the summary text, within the entity's daily LLM budget (the one
+    graph extraction spends from), and count what it cost."""
+    spent = budget.budget_spent(db, settings, entity)
+    if spent:
+        raise Unavailable(
+            "llm", f"{budget.BUDGET_SPENT} ({spent}); resumes after 00:00 UTC; nothing was stored"
+        )
+    usage = budget.Usage()
+    prompt = PROMPT.format(
+        count=len(batch.turns),
+        first=batch.turns[0].created_at,
+        last=batch.turns[-1].created_at,
+        turns="\n".join(_line(turn) for turn in batch.turns),
+    )
+    try:
+        reply = llm.ask(settings, SYSTEM, prompt, MessageSummary, usage)
+    except llm.Failed as exc:
+        if exc.unavailable:
+            raise Unavailable("llm", f"{exc}; nothing was stored") from exc
+        raise Failed(str(exc)) from exc
+    finally:
+        budget.spend(db, entity, usage)
+    text = reply.summary.strip()
+    if not text:
+        raise Failed("the LLM answered with an empty summary")
+    return text
+
+
+def _line(turn: Event) -> str:
+    when = turn.created_at[:16].replace("T", " ")
+    return f"[{when}, {turn.channel}] {turn.author or turn.role or '?'}: {turn.content}"
+
+
+def _answer(batch: Batch, request: SummarizeRequest, message: str) -> Summarized:
+    """Nothing stored: the turns (if any) for the agent to summarize with store_summary."""
+    return Summarized(
+        summarized=False,
+        message=message,
+        summary_type=request.summary_type,
+        start_id=batch.start_id,
+        end_id=batch.end_id,
+        count=len(batch.turns),
+        turns=batch.turns,
+        unsummarized=batch.unsummarized,
+    )

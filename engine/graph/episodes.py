@@ -1,0 +1,374 @@
+"""Turns grouped into episodes, the unit the graph is fed in.
+
+Why: one Graphiti `add_episode` makes 4-9 LLM calls, so turns are batched by session
+window (the session_id, else the channel) up to a number of turns and characters, and
+a window that stays quiet for the idle gap is closed. What happens to an event:
+1. `admit` is told of new events inside their own transaction (capture announces them,
+   see engine.runtime): each event now waits in its window (`graph_pending`).
+2. `close_windows` (run every few seconds by the graph's sweeper, and by replay) cuts
+   each window into episodes; a finished one is recorded with the events it covers, and
+   ONE `graph_episode` job is enqueued for it, in one transaction. The grouping is
+   decided there, once: a retry, a reclaimed job or a replay never regroups.
+3. The job's handler (`engine.graph.texture.handler`) loads the episode with `load` and adds
+   it to the graph under its uuid, derived from the entity and its event uids.
+
+Notes and triplets given through texture_add / texture_add_triplet are events on the
+`texture` channel and become an episode each, at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import uuid as uuidlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.store import queue, timestamps
+from engine.store.db import Database
+
+log = logging.getLogger("pps.episodes")
+
+JOB_KIND = "graph_episode"
+TEXTURE_CHANNEL = "texture"
+SINGLE_KINDS = {"note": "note", "triplet": "triplet"}
+"""event_type on the texture channel -> episode kind; such an event is an episode alone."""
+
+_NAMESPACE = uuidlib.UUID("6f1c7e0a-3a51-4c55-9d1e-2b0f5c8a9e11")
+_CUT = "… [cut {} characters]"
+
+
+@dataclass(frozen=True)
+class Window:
+    """How turns are batched: most turns and characters, and the idle gap (seconds)."""
+
+    max_turns: int = 20
+    max_chars: int = 12_000
+    idle_s: float = 600.0
+
+    @classmethod
+    def from_settings(cls, settings) -> Window:
+        return cls(
+            max_turns=settings.graph_episode_max_turns,
+            max_chars=settings.graph_episode_max_chars,
+            idle_s=settings.graph_episode_idle_s,
+        )
+
+
+def session_key(channel: str, session_id: str | None) -> str:
+    """The window an event belongs to (migration 0010 computes the same in SQL)."""
+    return f"session:{session_id}" if session_id is not None else f"channel:{channel}"
+
+
+def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
+    """Put newly stored events in their windows (inside the events' transaction)."""
+    rows = conn.execute(
+        "SELECT id, channel, session_id FROM events WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(event_ids),),
+    ).fetchall()
+    conn.executemany(
+        "INSERT INTO graph_pending (event_id, entity, session_key) VALUES (?, ?, ?)"
+        " ON CONFLICT (event_id) DO NOTHING",
+        [(row[0], entity, session_key(row[1], row[2])) for row in rows],
+    )
+
+
+def episode_uuid(entity: str, event_uids: list[str]) -> str:
+    """Derived, so the same events always make the same episode."""
+    return str(uuidlib.uuid5(_NAMESPACE, "\n".join([entity, *event_uids])))
+
+
+@dataclass
+class _Turn:
+    id: int
+    uid: str
+    kind: str | None
+    chars: int
+    created_at: str
+    received_at: str
+
+
+def close_windows(db: Database, window: Window, *, force: bool = False) -> list[str]:
+    """Close every finished episode (all open ones with `force`); return their uuids.
+
+    A window is cut before a turn that would pass the turn or character limit, and at a
+    gap longer than the idle gap between turns (imported history). Its last episode stays
+    open until it is full or nothing arrived in the window for the idle gap.
+    """
+    windows = db.conn.execute("SELECT DISTINCT entity, session_key FROM graph_pending").fetchall()
+    closed: list[str] = []
+    for entity, key in windows:
+        with db.write() as conn:
+            closed += _close_window(conn, entity, key, window, force)
+    return closed
+
+
+def _close_window(
+    conn: sqlite3.Connection, entity: str, key: str, window: Window, force: bool
+) -> list[str]:
+    rows = conn.execute(
+        "SELECT e.id, e.event_uid, e.channel, e.event_type,"
+        " length(COALESCE(e.author, e.role, e.channel)) + 2 + length(e.content) AS chars,"
+        " e.created_at, e.received_at"
+        " FROM graph_pending p JOIN events e ON e.id = p.event_id"
+        " WHERE p.entity = ? AND p.session_key = ? ORDER BY e.created_at, e.id",
+        (entity, key),
+    ).fetchall()
+    turns = [
+        _Turn(
+            id=r["id"],
+            uid=r["event_uid"],
+            kind=SINGLE_KINDS.get(r["event_type"]) if r["channel"] == TEXTURE_CHANNEL else None,
+            chars=min(r["chars"], window.max_chars),
+            created_at=r["created_at"],
+            received_at=r["received_at"],
+        )
+        for r in rows
+    ]
+    chunks: list[list[_Turn]] = []
+    current: list[_Turn] = []
+    for turn in turns:
+        if turn.kind is not None:
+            chunks.append([turn])
+            continue
+        if current and (
+            len(current) >= window.max_turns
+            or sum(t.chars for t in current) + turn.chars > window.max_chars
+            or _seconds(current[-1].created_at, turn.created_at) > window.idle_s
+        ):
+            chunks.append(current)
+            current = []
+        current.append(turn)
+    if current:
+        quiet = _seconds(max(t.received_at for t in current), timestamps.now()) >= window.idle_s
+        if force or quiet or len(current) >= window.max_turns:
+            chunks.append(current)
+    return [_record(conn, entity, key, chunk) for chunk in chunks]
+
+
+def _record(conn: sqlite3.Connection, entity: str, key: str, chunk: list[_Turn]) -> str:
+    uid = episode_uuid(entity, [t.uid for t in chunk])
+    conn.execute(
+        "INSERT INTO episodes (uuid, entity, session_key, kind, turns, chars, started_at,"
+        " ended_at, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            uid,
+            entity,
+            key,
+            chunk[0].kind or "turns",
+            len(chunk),
+            sum(t.chars for t in chunk),
+            chunk[0].created_at,
+            chunk[-1].created_at,
+            timestamps.now(),
+        ),
+    )
+    conn.executemany(
+        "INSERT INTO episode_events (episode_uuid, position, event_id) VALUES (?, ?, ?)",
+        [(uid, n, t.id) for n, t in enumerate(chunk)],
+    )
+    conn.executemany("DELETE FROM graph_pending WHERE event_id = ?", [(t.id,) for t in chunk])
+    queue.enqueue(conn, entity, JOB_KIND, uid, {"episode": uid})
+    return uid
+
+
+@dataclass
+class Episode:
+    """An episode as the graph gets it: its text is rendered from its events."""
+
+    uuid: str
+    entity: str
+    kind: str
+    session_key: str
+    started_at: str
+    ended_at: str
+    event_uids: list[str]
+    body: str
+    truncated: bool
+    triplet: dict[str, Any] | None
+
+    @property
+    def reference_time(self) -> datetime:
+        return datetime.strptime(self.started_at, timestamps.FORMAT).replace(tzinfo=UTC)
+
+    @property
+    def name(self) -> str:
+        return f"{self.session_key} {self.started_at}"
+
+    @property
+    def source_description(self) -> str:
+        return f"pps {self.kind} from {self.session_key}"
+
+
+def load(db: Database, uuid: str, max_chars: int) -> Episode | None:
+    """The episode and its events, rendered as `speaker: text` lines (None if it is not
+    recorded, or was deleted from the graph)."""
+    head = db.conn.execute("SELECT * FROM episodes WHERE uuid = ?", (uuid,)).fetchone()
+    if head is None or head["deleted_at"] is not None:
+        return None
+    events = db.conn.execute(
+        "SELECT e.event_uid, e.channel, e.author, e.role, e.content, e.metadata"
+        " FROM episode_events ee JOIN events e ON e.id = ee.event_id"
+        " WHERE ee.episode_uuid = ? ORDER BY ee.position",
+        (uuid,),
+    ).fetchall()
+    lines, truncated = [], False
+    for e in events:
+        line = f"{e['author'] or e['role'] or e['channel']}: {e['content']}"
+        if len(line) > max_chars:
+            cut = len(line) - max_chars
+            line, truncated = line[:max_chars] + _CUT.format(cut), True
+        lines.append(line)
+    triplet = None
+    if head["kind"] == "triplet" and events:
+        meta = json.loads(events[0]["metadata"])
+        triplet = {**meta, "fact": events[0]["content"]}
+    return Episode(
+        uuid=uuid,
+        entity=head["entity"],
+        kind=head["kind"],
+        session_key=head["session_key"],
+        started_at=head["started_at"],
+        ended_at=head["ended_at"],
+        event_uids=[e["event_uid"] for e in events],
+        body="\n".join(lines),
+        truncated=truncated,
+        triplet=triplet,
+    )
+
+
+def mark_ingested(db: Database, uuid: str, truncated: bool) -> None:
+    with db.write() as conn:
+        conn.execute(
+            "UPDATE episodes SET ingested_at = COALESCE(ingested_at, ?), truncated = ?"
+            " WHERE uuid = ?",
+            (timestamps.now(), int(truncated), uuid),
+        )
+
+
+def mark_deleted(db: Database, entity: str, uuid: str) -> None:
+    with db.write() as conn:
+        conn.execute(
+            "UPDATE episodes SET deleted_at = ? WHERE uuid = ? AND entity = ?",
+            (timestamps.now(), uuid, entity),
+        )
+
+
+def trace(db: Database, entity: str, episode_uuids: list[str]) -> dict[str, list[str]]:
+    """episode uuid -> the uids of the events it covers (only this entity's)."""
+    found: dict[str, list[str]] = {}
+    for start in range(0, len(episode_uuids), 500):
+        batch = episode_uuids[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        rows = db.conn.execute(
+            "SELECT ee.episode_uuid, e.event_uid FROM episode_events ee"
+            " JOIN episodes ep ON ep.uuid = ee.episode_uuid"
+            " JOIN events e ON e.id = ee.event_id"
+            f" WHERE ep.entity = ? AND ee.episode_uuid IN ({marks})"
+            " ORDER BY ee.episode_uuid, ee.position",
+            [entity, *batch],
+        )
+        for episode, event_uid in rows:
+            found.setdefault(episode, []).append(event_uid)
+    return found
+
+
+def closed(db: Database, entity: str) -> list[str]:
+    """Every closed episode of an entity, oldest first, but those deleted from the graph
+    (what a replay adds again)."""
+    rows = db.conn.execute(
+        "SELECT uuid FROM episodes WHERE entity = ? AND deleted_at IS NULL"
+        " ORDER BY started_at, closed_at, uuid",
+        (entity,),
+    )
+    return [row[0] for row in rows]
+
+
+class Sweeper:
+    """Closes finished windows every `interval` seconds, in a thread of its own."""
+
+    def __init__(self, db: Database, window: Window, interval: float, on_tick=None):
+        self.db = db
+        self.window = window
+        self.interval = interval
+        self.on_tick = on_tick
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="episode-sweeper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                close_windows(self.db, self.window)
+                if self.on_tick is not None:
+                    self.on_tick()
+            except Exception:  # a bad sweep must not end the sweeper; the next one retries
+                log.exception("closing episode windows failed")
+
+
+def _seconds(earlier: str, later: str) -> float:
+    a = datetime.strptime(earlier, timestamps.FORMAT)
+    b = datetime.strptime(later, timestamps.FORMAT)
+    return (b - a).total_seconds()
+
+
+# --- replay ---
+
+
+def replay(db: Database, window: Window, entity: str) -> int:
+    """Queue every recorded episode of the entity for the graph again, oldest first,
+    after closing every window (nothing waits for an idle gap). Episodes already in the
+    graph are skipped by the handler; the grouping is the recorded one, so the episodes
+    are the same. Returns the replay's number; see `replay_progress`."""
+    close_windows(db, window, force=True)
+    uuids = closed(db, entity)
+    with db.write() as conn:
+        open_replay = _unfinished_replay(conn, entity)
+        if open_replay is not None:
+            return open_replay  # resume it: its jobs are still queued
+        number = conn.execute(
+            "INSERT INTO graph_replays (entity, episodes, started_at) VALUES (?, ?, ?)"
+            " RETURNING id",
+            (entity, len(uuids), timestamps.now()),
+        ).fetchone()[0]
+        for uuid in uuids:
+            queue.enqueue(conn, entity, JOB_KIND, f"{uuid}/replay-{number}", {"episode": uuid})
+    return number
+
+
+def replay_progress(db: Database, number: int) -> dict[str, Any]:
+    """How far a replay is: its jobs by state."""
+    entity, total = db.conn.execute(
+        "SELECT entity, episodes FROM graph_replays WHERE id = ?", (number,)
+    ).fetchone()
+    counts = dict.fromkeys(queue.STATES, 0)
+    for state, n in db.conn.execute(
+        "SELECT state, COUNT(*) FROM jobs WHERE entity = ? AND kind = ? AND key LIKE ?"
+        " GROUP BY state",
+        (entity, JOB_KIND, f"%/replay-{number}"),
+    ):
+        counts[state] = n
+    return {"entity": entity, "total": total, **counts}
+
+
+def _unfinished_replay(conn, entity: str) -> int | None:
+    row = conn.execute(
+        "SELECT r.id FROM graph_replays r WHERE r.entity = ? AND EXISTS (SELECT 1 FROM jobs j"
+        " WHERE j.entity = r.entity AND j.kind = ? AND j.key LIKE '%/replay-' || r.id"
+        " AND j.state NOT IN ('done', 'dead')) ORDER BY r.id DESC LIMIT 1",
+        (entity, JOB_KIND),
+    ).fetchone()
+    return row[0] if row else None

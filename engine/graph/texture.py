@@ -1,0 +1,466 @@
+"""Layer 3 services, rich texture: texture_search, texture_explore, texture_timeline,
+texture_add, texture_add_triplet, texture_delete and ingestion stats; the handler of
+`graph_episode` jobs; and replay of the log into the graph.
+
+Every fact returned carries the uids of the events it came from (fact -> episodes ->
+events, the links recorded by engine.episodes). Adding goes through layer 1: a note or
+a triplet is stored as an event on the `texture` channel, so it is acknowledged only
+once committed, reaches the graph through the same queue, and comes back on a replay.
+A graph that is off or down never fails a read: the answer says so in `status`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Sequence
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from engine.capture import events as capture
+from engine.capture.events import EventIn, Listener, Moment
+from engine.graph import episodes
+from engine.graph.facts import Fact, Node
+from engine.llm import budget
+from engine.store import queue
+from engine.store.config import Settings
+from engine.store.db import Database
+from engine.store.errors import Conflict, NotFound, Unavailable
+
+log = logging.getLogger("pps.texture")
+
+# --- what callers send ---
+
+
+class _Query(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchQuery(_Query):
+    query: str = Field(min_length=1, max_length=4096, description="What to find facts about.")
+    limit: int = Field(10, ge=1, le=100)
+    since: Moment | None = Field(None, description="Facts true (or learned) at or after this.")
+    until: Moment | None = Field(None, description="Facts true (or learned) at or before this.")
+
+
+class ExploreQuery(_Query):
+    entity_name: str = Field(min_length=1, max_length=256, description="A person, place, thing.")
+    depth: int = Field(1, ge=1, le=3, description="How many hops of relationships.")
+    limit: int = Field(50, ge=1, le=500, description="Most facts returned.")
+
+
+class TimelineQuery(_Query):
+    since: Moment | None = None
+    until: Moment | None = None
+    limit: int = Field(20, ge=1, le=200, description="Most episodes, newest first.")
+
+
+class NoteIn(_Query):
+    content: str = Field(min_length=1, max_length=65_536, description="Text to learn from.")
+    created_at: Moment | None = Field(None, description="When it was true; default: now.")
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be empty")
+        return value
+
+
+class TripletIn(_Query):
+    source: str = Field(min_length=1, max_length=256, description="Entity the fact is about.")
+    relationship: str = Field(
+        min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_ ]*$", description="WORKS_AT"
+    )
+    target: str = Field(min_length=1, max_length=256)
+    fact: str = Field(min_length=1, max_length=4096, description="The fact in a sentence.")
+    created_at: Moment | None = Field(None, description="When it became true; default: now.")
+
+    @field_validator("source", "target", "fact")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+
+# --- what callers get ---
+
+
+class FactOut(Fact):
+    """A fact as callers get it: traced to the events it came from."""
+
+    event_uids: list[str] = Field(description="The events (layer 1) the fact came from.")
+
+
+class SearchResult(BaseModel):
+    facts: list[FactOut]
+    status: str = Field(description="ok, disabled (no graph configured) or unavailable: why.")
+
+
+class Exploration(BaseModel):
+    center: Node | None
+    nodes: list[Node]
+    facts: list[FactOut]
+    status: str
+
+
+class EpisodeOut(BaseModel):
+    uuid: str
+    kind: str
+    session_key: str
+    started_at: str
+    ended_at: str
+    turns: int
+    ingested_at: str | None
+    event_uids: list[str]
+    facts: list[FactOut]
+
+
+class Timeline(BaseModel):
+    episodes: list[EpisodeOut]
+    status: str
+
+
+class Accepted(BaseModel):
+    event_uid: str
+    episode_uuid: str
+    status: str = Field(description="queued: it reaches the graph through the queue.")
+
+
+class Deleted(BaseModel):
+    uuid: str
+    deleted: str = Field(description="fact, entity or episode")
+
+
+class Stats(BaseModel):
+    status: str
+    backend: str
+    episodes: dict[str, int]
+    jobs: dict[str, int]
+    graph: dict[str, int] | None
+    usage_today: dict[str, int]
+    paused: str | None
+
+
+# --- reading ---
+
+
+def search(
+    graph, db: Database, entity: str, query: SearchQuery, *, vector: list[float] | None = None
+) -> SearchResult:
+    """`vector`: the query embedded already (by engine.embeddings), to skip doing it again."""
+    status = _status(graph)
+    if status != "ok":
+        return SearchResult(facts=[], status=status)
+    try:
+        facts = graph.store.search(
+            entity, query.query, query.limit, query.since, query.until, vector
+        )
+    except Exception as exc:
+        return SearchResult(facts=[], status=_unavailable(exc))
+    return SearchResult(facts=_with_events(db, entity, facts), status="ok")
+
+
+def explore(graph, db: Database, entity: str, query: ExploreQuery) -> Exploration:
+    status = _status(graph)
+    if status != "ok":
+        return Exploration(center=None, nodes=[], facts=[], status=status)
+    try:
+        found = graph.store.explore(entity, query.entity_name, query.depth, query.limit)
+    except Exception as exc:
+        return Exploration(center=None, nodes=[], facts=[], status=_unavailable(exc))
+    if found.center is None:
+        raise NotFound(f"no entity named {query.entity_name!r} in the graph")
+    return Exploration(
+        center=found.center,
+        nodes=found.nodes,
+        facts=_with_events(db, entity, found.facts),
+        status="ok",
+    )
+
+
+def timeline(graph, db: Database, entity: str, query: TimelineQuery) -> Timeline:
+    """Episodes newest first (from the log, so it works with the graph down), each with
+    the facts the graph holds from it."""
+    where, params = ["entity = ?"], [entity]
+    if query.since is not None:
+        where.append("ended_at >= ?")
+        params.append(query.since)
+    if query.until is not None:
+        where.append("started_at <= ?")
+        params.append(query.until)
+    where.append("deleted_at IS NULL")
+    rows = db.conn.execute(
+        f"SELECT * FROM episodes WHERE {' AND '.join(where)}"
+        " ORDER BY started_at DESC, uuid LIMIT ?",
+        [*params, query.limit],
+    ).fetchall()
+    uuids = [r["uuid"] for r in rows]
+    sources = episodes.trace(db, entity, uuids)
+    status = _status(graph)
+    facts: dict[str, list] = {}
+    if status == "ok":
+        try:
+            facts = graph.store.episode_facts(entity, uuids)
+        except Exception as exc:
+            status = _unavailable(exc)
+    return Timeline(
+        episodes=[
+            EpisodeOut(
+                uuid=r["uuid"],
+                kind=r["kind"],
+                session_key=r["session_key"],
+                started_at=r["started_at"],
+                ended_at=r["ended_at"],
+                turns=r["turns"],
+                ingested_at=r["ingested_at"],
+                event_uids=sources.get(r["uuid"], []),
+                facts=_with_events(db, entity, facts.get(r["uuid"], [])),
+            )
+            for r in rows
+        ],
+        status=status,
+    )
+
+
+def stats(graph, db: Database, settings: Settings, entity: str) -> Stats:
+    """What has been fed to the graph, what waits, what it cost today."""
+    row = db.conn.execute(
+        "SELECT COUNT(*) AS closed, COUNT(ingested_at) AS ingested,"
+        " COALESCE(SUM(truncated), 0) AS truncated FROM episodes WHERE entity = ?",
+        (entity,),
+    ).fetchone()
+    waiting = db.conn.execute(
+        "SELECT COUNT(*) FROM graph_pending WHERE entity = ?", (entity,)
+    ).fetchone()[0]
+    jobs = dict.fromkeys(queue.STATES, 0)
+    for state, n in db.conn.execute(
+        "SELECT state, COUNT(*) FROM jobs WHERE entity = ? AND kind = ? GROUP BY state",
+        (entity, episodes.JOB_KIND),
+    ):
+        jobs[state] = n
+    paused = [p.reason for p in queue.status(db, entity, 0).paused if p.kind == episodes.JOB_KIND]
+    status, counts = _status(graph), None
+    if status == "ok":
+        try:
+            counts = graph.store.counts(entity)
+        except Exception as exc:
+            status = _unavailable(exc)
+    return Stats(
+        status=status,
+        backend=graph.backend if graph is not None else "none",
+        episodes={**dict(row), "turns_waiting": waiting},
+        jobs=jobs,
+        graph=counts,
+        usage_today=budget.usage_today(db, entity),
+        paused=paused[0] if paused else None,
+    )
+
+
+# --- writing ---
+
+
+def add(db: Database, entity: str, note: NoteIn, announce: Sequence[Listener]) -> Accepted:
+    """Learn from a piece of text: stored as an event, an episode of its own."""
+    event = EventIn(
+        channel=episodes.TEXTURE_CHANNEL,
+        event_type="note",
+        author=entity,
+        content=note.content,
+        created_at=note.created_at,
+    )
+    return _accept(db, entity, event, announce)
+
+
+def add_triplet(
+    db: Database, entity: str, triplet: TripletIn, announce: Sequence[Listener]
+) -> Accepted:
+    """Add one fact between two entities as given (Graphiti still dedupes it)."""
+    relationship = re.sub(r"\s+", "_", triplet.relationship.strip()).upper()
+    event = EventIn(
+        channel=episodes.TEXTURE_CHANNEL,
+        event_type="triplet",
+        author=entity,
+        content=triplet.fact,
+        metadata={"source": triplet.source, "relationship": relationship, "target": triplet.target},
+        created_at=triplet.created_at,
+    )
+    return _accept(db, entity, event, announce)
+
+
+def _accept(db: Database, entity: str, event: EventIn, announce: Sequence[Listener]) -> Accepted:
+    recorded = capture.record(db, entity, [event], announce)[0]
+    uid = episodes.episode_uuid(entity, [recorded.event_uid])
+    return Accepted(event_uid=recorded.event_uid, episode_uuid=uid, status="queued")
+
+
+def delete(graph, db: Database, entity: str, uuid: str) -> Deleted:
+    """Delete a fact, an entity node or an episode from this entity's graph. The log
+    keeps its events. A deleted episode stays out of replays; a deleted fact or entity
+    comes back if a replay extracts it again. A graph that is down raises Unavailable
+    (503): unlike a read, a delete cannot answer with less."""
+    from engine.graph.store import GraphUnavailable
+
+    status = _status(graph)
+    if status == "disabled":
+        raise NotFound("no graph is configured (GRAPH_BACKEND=none)")
+    down = "the graph is down; nothing was deleted; retry later"
+    if status != "ok":
+        raise Unavailable("graph", f"{down} ({status})")
+    try:
+        kind = graph.store.delete(entity, uuid)
+    except GraphUnavailable as exc:
+        raise Unavailable("graph", f"{down} ({_unavailable(exc)})") from exc
+    if kind is None:
+        raise NotFound(f"no fact, entity or episode {uuid!r} in this entity's graph")
+    if kind == "episode":
+        episodes.mark_deleted(db, entity, uuid)
+    return Deleted(uuid=uuid, deleted=kind)
+
+
+# --- the queue's handler ---
+
+
+def handler(graph, db: Database, settings: Settings):
+    """The `graph_episode` job: add the recorded episode to the graph, once."""
+    from engine.llm import client as llm
+
+    def handle(job: queue.Job):
+        uuid = job.payload["episode"]
+        if _deleted(db, job.entity, uuid):
+            return None  # texture_delete removed it after it was queued
+        episode = episodes.load(db, uuid, settings.graph_episode_max_chars)
+        if episode is None or episode.entity != job.entity:
+            raise LookupError(f"episode {uuid} is not recorded for this entity")
+        if settings.llm_provider == "none":
+            raise queue.Pause(llm.NOT_CONFIGURED)
+        spent = budget.budget_spent(db, settings, job.entity)
+        if spent:
+            reason = f"{budget.BUDGET_SPENT} for {job.entity} ({spent}); resumes after 00:00 UTC"
+            raise queue.Pause(reason)
+        usage = budget.Usage()
+        try:
+            graph.store.add_episode(episode, usage)
+        except Exception as exc:
+            graph.note_failure(exc)
+            reason = llm.refusal(exc)
+            if reason is not None:
+                raise queue.Pause(reason) from exc
+            raise
+        finally:
+            budget.spend(db, job.entity, usage)
+        graph.note_success()
+        episodes.mark_ingested(db, uuid, episode.truncated)
+        return usage  # the queue ignores it; bench/graph.py reads it
+
+    return handle
+
+
+def _deleted(db: Database, entity: str, uuid: str) -> bool:
+    row = db.conn.execute(
+        "SELECT deleted_at FROM episodes WHERE uuid = ? AND entity = ?", (uuid, entity)
+    ).fetchone()
+    return row is not None and row[0] is not None
+
+
+# --- replay ---
+
+
+class ReplayOutcome(BaseModel):
+    total: int
+    done: int
+    dead: int
+    waiting: str | None = Field(None, description="Why jobs wait, if the replay stopped there.")
+    ran_here: bool = Field(description="False: a running server's workers did the work.")
+
+
+def rebuild(
+    settings: Settings, db: Database, names: list[str], *, fresh: bool = False, progress=None
+) -> ReplayOutcome:
+    """`pps replay graph`: replay the log of each entity into the graph and wait for it.
+
+    With a server running, its workers do the work and this only watches. Otherwise the
+    graph and the workers run here until the replay is done, or until its jobs wait (no
+    LLM, key refused, budget spent: the reason is returned). Stopping midway loses
+    nothing: the jobs stay queued, and running it again resumes the same replay.
+    """
+    from engine.graph.backend import Graph
+    from engine.graph.server import FalkorServer
+
+    here = not _server_running(settings, FalkorServer)
+    if fresh and not here:
+        raise Conflict("a server is using the graph: stop it before replaying with --fresh")
+    graph = Graph(settings, db).start(sweep=False) if here else None
+    workers = None
+    try:
+        if graph is not None:
+            for name in names if fresh else []:
+                graph.store.clear(name)
+            queue.resume(db)
+        numbers = [episodes.replay(db, episodes.Window.from_settings(settings), n) for n in names]
+        if graph is not None:
+            workers = queue.Workers(db, queue.Policy.from_settings(settings))
+            workers.add(episodes.JOB_KIND, handler(graph, db, settings), settings.graph_concurrency)
+            workers.start()
+        while True:
+            states = [episodes.replay_progress(db, n) for n in numbers]
+            total = sum(s["total"] for s in states)
+            done, dead = sum(s["done"] for s in states), sum(s["dead"] for s in states)
+            if progress is not None:
+                progress(done + dead, total)
+            busy = sum(s["pending"] + s["running"] + s["retry"] for s in states)
+            waiting = sum(s["waiting"] for s in states)
+            if done + dead >= total or (waiting and not busy):
+                reason = None
+                if done + dead < total:
+                    paused = queue.status(db, dead_limit=0).paused
+                    reason = next((p.reason for p in paused if p.kind == episodes.JOB_KIND), None)
+                return ReplayOutcome(
+                    total=total, done=done, dead=dead, waiting=reason, ran_here=here
+                )
+            time.sleep(0.2)
+    finally:
+        if workers is not None:
+            workers.stop()
+        if graph is not None:
+            graph.stop()
+
+
+def _server_running(settings: Settings, server_class) -> bool:
+    """A `pps serve` on this data dir (its FalkorDB answers) or on the configured port."""
+    embedded = settings.graph_backend == "falkordb" and not settings.graph_url
+    if embedded and server_class(settings.data_dir).answers():
+        return True
+    try:
+        httpx.get(f"http://{settings.host}:{settings.port}/health", timeout=1)
+        return True
+    except httpx.HTTPError:
+        return False
+
+
+# --- plumbing ---
+
+
+def _status(graph) -> str:
+    if graph is None:
+        return "disabled"
+    if graph.store is None:
+        return "unavailable: the graph is starting"
+    return "ok"
+
+
+def _unavailable(exc: Exception) -> str:
+    log.warning("the graph did not answer: %s", exc)
+    return f"unavailable: {exc}"
+
+
+def _with_events(db: Database, entity: str, facts) -> list[FactOut]:
+    sources = episodes.trace(db, entity, sorted({u for f in facts for u in f.episodes}))
+    out = []
+    for f in facts:
+        uids = list(dict.fromkeys(uid for ep in f.episodes for uid in sources.get(ep, [])))
+        out.append(FactOut(**f.model_dump(), event_uids=uids))
+    return out

@@ -1,0 +1,555 @@
+"""ambient_recall: every layer in one call, fused, trimmed to a token budget.
+
+`startup` gathers what a clean context needs to wake up as itself: the newest crystals,
+recent summaries, recent word-photos, the current space, and every unsummarized turn.
+
+Any other context fans out in parallel, each layer under its own time budget: word-
+photos, fragments and memory files; raw turns; graph facts; summaries; recent turns
+from the other channels (a quota per channel, so one busy channel cannot crowd out the
+rest); and inventory items or spaces the context names. A layer that fails or runs out
+of time is reported in the manifest and skipped; recall always answers.
+
+Fusion across layers uses ranks, not each layer's raw score (a BM25 number and a graph
+RRF position mean nothing to each other): an item's fused score is its layer's weight
+over (RANK_K + its rank in the layer), scaled to [0, 1], times how strongly its own layer
+rated it relative to that layer's best. Items are deduplicated by their text and taken
+best first until `max_tokens` (4 characters a token) is reached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.capture.events import CHANNEL_PATTERN, Event
+from engine.crystal import crystals, summaries
+from engine.graph import texture
+from engine.graph.backend import Graph
+from engine.inventory import items as inventory
+from engine.search import anchors, chunks, embeddings
+from engine.search import hybrid as search
+from engine.search.index import Index
+from engine.store import timestamps
+from engine.store.config import Settings
+from engine.store.db import Database
+from engine.store.errors import InputError
+
+
+class Layers(Protocol):
+    """What recall reads: the running server's engine.runtime.Runtime is one."""
+
+    settings: Settings
+    db: Database
+    index: Index
+    graph: Graph | None
+
+
+RANK_K = 10
+CHARS_PER_TOKEN = 4
+STARTUP_TURN_CAP = 200
+RECENT_WINDOW = 200  # the latest events looked at for news from other channels
+QUERY_CHARS = 4096  # what search and the graph take as a query (the model reads less)
+WEIGHTS = {  # how much a layer's best item counts against another layer's best
+    "anchors": 1.0,
+    "graph": 0.9,
+    "summaries": 0.8,
+    "turns": 0.8,
+    "inventory": 1.0,
+    "recent": 0.5,
+}
+TITLES = {
+    "crystals": "Crystals (who you have been lately)",
+    "summaries": "Summaries (compressed history)",
+    "anchors": "Word-photos, notes and memory files",
+    "graph": "Facts (knowledge graph)",
+    "turns": "Past turns",
+    "recent": "Meanwhile in other channels",
+    "inventory": "Inventory and spaces",
+    "space": "Where you are",
+    "unsummarized": "Turns since the last summary",
+}
+
+_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall")
+
+
+class RecallRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    context: str = Field(min_length=1, max_length=16_000, description='"startup" or the moment.')
+    limit_per_layer: int = Field(5, ge=1, le=50)
+    channel: str | None = Field(None, pattern=CHANNEL_PATTERN, description="The caller's channel.")
+    max_tokens: int = Field(2000, ge=100, le=200_000)
+    trace: bool = Field(False, description="Show each item's signals: why it surfaced.")
+
+
+class Item(BaseModel):
+    layer: str
+    text: str
+    score: float
+    source: dict[str, Any]
+    signals: dict[str, float] | None = None
+
+
+class LayerReport(BaseModel):
+    status: Literal["ok", "timeout", "down", "empty"]
+    count: int = 0
+    chars: int = 0
+    latency_ms: float = 0.0
+    detail: str | None = None
+
+
+class Recall(BaseModel):
+    context: str = Field(description="The formatted block, ready to inject.")
+    items: list[Item]
+    manifest: dict[str, LayerReport]
+    unsummarized: int
+    warning: str | None
+    more_unsummarized: int = Field(0, description="Startup: turns past the cap, not included.")
+    latency_ms: float
+
+
+Layer = Callable[[], list[Item]]
+
+
+def recall(runtime: Layers, entity: str, request: RecallRequest) -> Recall:
+    began = time.perf_counter()
+    counting = _pool.submit(summaries.unsummarized_count, runtime.db, entity)
+    if request.context.strip().lower() == "startup":
+        items, manifest, more = _startup(runtime, entity, request)
+        chosen = items  # startup keeps everything it gathered: fidelity over thrift
+    else:
+        items, manifest = _ambient(runtime, entity, request)
+        chosen, more = _trim(items, request.max_tokens), 0
+    unsummarized = counting.result()
+    for layer, report in manifest.items():
+        kept = [item for item in chosen if item.layer == layer]
+        report.count, report.chars = len(kept), sum(len(item.text) for item in kept)
+        if report.status == "ok" and not kept:
+            report.status = "empty"
+    latency = round((time.perf_counter() - began) * 1000, 1)
+    if runtime.settings.recall_log:
+        _log(runtime.db, entity, request, chosen, manifest, latency)
+    if not request.trace:
+        for item in chosen:
+            item.signals = None
+    return Recall(
+        context=_format(chosen, unsummarized, more),
+        items=chosen,
+        manifest=manifest,
+        unsummarized=unsummarized,
+        warning=summaries.warning(unsummarized),
+        more_unsummarized=more,
+        latency_ms=latency,
+    )
+
+
+class LogEntry(BaseModel):
+    id: int
+    context: str
+    channel: str | None
+    latency_ms: float
+    items: list[dict[str, Any]]
+    manifest: dict[str, Any]
+    created_at: str
+
+
+def log_entries(db, entity: str, limit: int = 50) -> list[LogEntry]:
+    """The newest recall log entries, for audits (what surfaced, why, how fast)."""
+    rows = db.conn.execute(
+        "SELECT * FROM recall_log WHERE entity = ? ORDER BY id DESC LIMIT ?", (entity, limit)
+    )
+    return [
+        LogEntry.model_validate(
+            {
+                **dict(row),
+                "items": json.loads(row["items"]),
+                "manifest": json.loads(row["manifest"]),
+            }
+        )
+        for row in rows
+    ]
+
+
+def _log(db, entity, request, chosen, manifest, latency) -> None:
+    items = [
+        {"layer": i.layer, "score": i.score, "source": i.source, "signals": i.signals}
+        for i in chosen
+    ]
+    with db.write() as conn:
+        conn.execute(
+            "INSERT INTO recall_log (entity, context, channel, latency_ms, items, manifest,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                entity,
+                request.context[:2000],
+                request.channel,
+                latency,
+                json.dumps(items),
+                json.dumps({k: v.model_dump() for k, v in manifest.items()}),
+                timestamps.now(),
+            ),
+        )
+
+
+# --- startup ---
+
+
+def _startup(runtime: Layers, entity: str, request: RecallRequest):
+    settings, db, n = runtime.settings, runtime.db, request.limit_per_layer
+    home = runtime.index.home(entity)
+    page: dict[str, Any] = {}
+
+    def crystal_items() -> list[Item]:
+        found = crystals.current(home.root, min(n, settings.crystal_keep))
+        return [
+            Item(layer="crystals", text=c.content, score=1.0, source={"path": c.path})
+            for c in found
+        ]
+
+    def summary_items() -> list[Item]:
+        return [_summary_item(s, 1.0) for s in summaries.recent(db, entity, n)]
+
+    def anchor_items() -> list[Item]:
+        newest = anchors.list_all(runtime.index, entity)[:n]
+        return [
+            Item(
+                layer="anchors",
+                text=_read(home, a.path),
+                score=1.0,
+                source={"path": a.path, "title": a.title, "date": a.date},
+            )
+            for a in newest
+        ]
+
+    def space_items() -> list[Item]:
+        view = inventory.current_space(db, entity, request.channel)
+        return [] if view is None else [_space_item(view)]
+
+    def turn_items() -> list[Item]:
+        found = summaries.turns_since_summary(db, entity, limit=STARTUP_TURN_CAP)
+        page["more"] = max(found.unsummarized - len(found.turns), 0)
+        return [_turn_item(turn, "unsummarized", 1.0) for turn in found.turns]
+
+    layers = {
+        "crystals": crystal_items,
+        "summaries": summary_items,
+        "anchors": anchor_items,
+        "space": space_items,
+        "unsummarized": turn_items,
+    }
+    budgets = dict.fromkeys(layers, settings.recall_startup_budget_ms)
+    results, manifest = _fan_out(layers, budgets)
+    items = [item for name in layers for item in results.get(name, [])]
+    return items, manifest, page.get("more", 0)
+
+
+# --- ambient ---
+
+
+def _ambient(runtime: Layers, entity: str, request: RecallRequest):
+    settings, db, index, n = runtime.settings, runtime.db, runtime.index, request.limit_per_layer
+    context = request.context[:QUERY_CHARS]
+
+    vector = _embed_once(index, context)
+
+    # Word-photos and turns are two searches, not one split afterwards: in a single
+    # ranking 100k turns crowd out every word-photo (bench/recall.py's corpus: none of
+    # the 187 kept, even at limit 100).
+    def anchor_items() -> list[Item]:
+        query = search.SearchRequest(query=context, tiers="shortform,domain", limit=n)
+        found = search.search(index, entity, query, query_vector=vector)
+        return [_search_item("anchors", r) for r in found.results]
+
+    def turn_items() -> list[Item]:
+        query = search.SearchRequest(query=context, tiers="longform", limit=n)
+        found = search.search(index, entity, query, query_vector=vector)
+        return [_search_item("turns", r) for r in found.results]
+
+    def graph_items() -> list[Item]:
+        query = texture.SearchQuery(query=context, limit=n)
+        as_list = None if vector is None else vector.tolist()
+        found = texture.search(runtime.graph, db, entity, query, vector=as_list)
+        if found.status != "ok":
+            raise LayerDown(found.status)
+        return [
+            Item(
+                layer="graph",
+                text=fact.fact,
+                score=1.0 / (1 + rank),
+                source={
+                    "fact_uuid": fact.uuid,
+                    "event_uids": fact.event_uids,
+                    "valid_at": fact.valid_at,
+                    "invalid_at": fact.invalid_at,
+                },
+            )
+            for rank, fact in enumerate(found.facts)
+        ]
+
+    def summary_items() -> list[Item]:
+        try:
+            hits = summaries.search(db, entity, context, n)
+        except InputError:  # no searchable words in the context
+            return []
+        return [_summary_item(hit.summary, hit.score) for hit in hits]
+
+    def recent_items() -> list[Item]:
+        return [_turn_item(turn, "recent", 1.0) for turn in _recent_elsewhere(db, entity, request)]
+
+    def inventory_items() -> list[Item]:
+        return _named_things(db, entity, request.context)
+
+    layers = {
+        "anchors": anchor_items,
+        "turns": turn_items,
+        "graph": graph_items,
+        "summaries": summary_items,
+        "recent": recent_items,
+        "inventory": inventory_items,
+    }
+    budgets = {name: settings.recall_budget_ms for name in layers}
+    budgets["graph"] = settings.recall_graph_budget_ms
+    results, manifest = _fan_out(layers, budgets)
+    return _fuse(results), manifest
+
+
+def _embed_once(index, context: str):
+    """The context as a vector, for every layer that ranks by meaning; None when the
+    model cannot run (those layers then fall back to words)."""
+    try:
+        return index.embedder().embed_one(context)
+    except embeddings.Unavailable:
+        return None
+
+
+class LayerDown(Exception):
+    """A layer that cannot answer now (its service is off or unreachable)."""
+
+
+def _fan_out(layers: dict[str, Layer], budgets: dict[str, float]):
+    """Run every layer at once; wait for each no longer than its budget (in ms)."""
+    started = time.perf_counter()
+    futures = {name: _pool.submit(_timed, layer) for name, layer in layers.items()}
+    results: dict[str, list[Item]] = {}
+    manifest: dict[str, LayerReport] = {}
+    for name, future in futures.items():
+        remaining = budgets[name] / 1000 - (time.perf_counter() - started)
+        try:
+            found, latency = future.result(timeout=max(remaining, 0.0))
+        except FutureTimeout:
+            manifest[name] = LayerReport(
+                status="timeout",
+                latency_ms=budgets[name],
+                detail="over its time budget; skipped",
+            )
+            continue
+        except LayerDown as exc:
+            manifest[name] = LayerReport(status="down", detail=str(exc))
+            continue
+        except Exception as exc:  # a failing layer is reported, never fatal
+            manifest[name] = LayerReport(status="down", detail=f"{type(exc).__name__}: {exc}")
+            continue
+        results[name] = found
+        manifest[name] = LayerReport(status="ok", latency_ms=latency)
+    return results, manifest
+
+
+def _timed(layer: Layer) -> tuple[list[Item], float]:
+    began = time.perf_counter()
+    found = layer()
+    return found, round((time.perf_counter() - began) * 1000, 1)
+
+
+def _fuse(results: dict[str, list[Item]]) -> list[Item]:
+    """Rank fusion across layers; duplicates (the same event, file lines or text) keep
+    their best entry."""
+    best_possible = 1.0 / (RANK_K + 1)
+    fused: dict[str, Item] = {}
+    for layer, items in results.items():
+        top = max((item.score for item in items), default=0.0) or 1.0
+        for rank, item in enumerate(sorted(items, key=lambda i: -i.score)):
+            relative = item.score / top
+            rank_part = WEIGHTS.get(layer, 0.5) / (RANK_K + 1 + rank) / best_possible
+            score = round(rank_part * (0.25 + 0.75 * relative), 4)
+            item.signals = {
+                "layer_score": round(item.score, 4),
+                "layer_rank": float(rank + 1),
+                "layer_weight": WEIGHTS.get(layer, 0.5),
+                "fused": score,
+            }
+            item.score = score
+            key = _identity(item)
+            if key not in fused or fused[key].score < score:
+                fused[key] = item
+    return sorted(fused.values(), key=lambda i: -i.score)
+
+
+def _trim(items: list[Item], max_tokens: int) -> list[Item]:
+    budget, chosen = max_tokens * CHARS_PER_TOKEN, []
+    for item in items:
+        if len(item.text) <= budget:
+            chosen.append(item)
+            budget -= len(item.text)
+    return chosen
+
+
+def _recent_elsewhere(db, entity: str, request: RecallRequest) -> list[Event]:
+    """The newest turns of each other channel (the caller's own are in its context),
+    at most a few per channel, from the entity's latest activity."""
+    quota = max(1, request.limit_per_layer // 2)
+    rows = db.conn.execute(
+        "SELECT * FROM events WHERE entity = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+        (entity, RECENT_WINDOW),
+    ).fetchall()
+    taken: dict[str, int] = {}
+    found = []
+    for row in rows:
+        channel = row["channel"]
+        if channel == request.channel or taken.get(channel, 0) >= quota:
+            continue
+        taken[channel] = taken.get(channel, 0) + 1
+        found.append(Event.from_row(row))
+    return found[: request.limit_per_layer]
+
+
+def _named_things(db, entity: str, context: str) -> list[Item]:
+    """Inventory items and spaces whose names the context mentions."""
+    lowered = context.lower()
+    items = []
+    for space in inventory.list_spaces(db, entity):
+        if _mentions(lowered, space.name):
+            items.append(_space_item(inventory.view(db, entity, space), layer="inventory"))
+    for item in inventory.list_items(db, entity, limit=1000):
+        if _mentions(lowered, item.name):
+            text = f"{item.name} ({item.category}): {item.description}".strip()
+            items.append(
+                Item(
+                    layer="inventory",
+                    text=text,
+                    score=1.0,
+                    source={"inventory_item": item.name, "category": item.category},
+                )
+            )
+    return items
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"\b{re.escape(name.lower())}\b", text) is not None
+
+
+def _search_item(layer: str, result: search.SearchResult) -> Item:
+    if result.event_uid is not None:
+        source = {
+            "event_uid": result.event_uid,
+            "channel": result.channel,
+            "author": result.author,
+            "created_at": result.created_at,
+        }
+        text = _said(result.created_at, result.channel, result.author, result.text)
+    else:
+        source = {
+            "path": result.path,
+            "start_line": result.start_line,
+            "end_line": result.end_line,
+            "kind": result.kind,
+        }
+        text = result.text
+    return Item(layer=layer, text=text, score=result.score, source=source)
+
+
+def _summary_item(summary: summaries.Summary, score: float) -> Item:
+    return Item(
+        layer="summaries",
+        text=summary.summary_text,
+        score=score,
+        source={
+            "summary_id": summary.id,
+            "start_id": summary.start_id,
+            "end_id": summary.end_id,
+            "first_at": summary.first_at,
+            "last_at": summary.last_at,
+        },
+    )
+
+
+def _said(created_at: str | None, channel: str | None, who: str | None, text: str) -> str:
+    when = (created_at or "")[:16].replace("T", " ")
+    return f"[{when} {channel}] {who or '?'}: {text}"
+
+
+def _turn_item(turn: Event, layer: str, score: float) -> Item:
+    return Item(
+        layer=layer,
+        text=_said(turn.created_at, turn.channel, turn.author or turn.role, turn.content),
+        score=score,
+        source={
+            "event_uid": turn.event_uid,
+            "id": turn.id,
+            "channel": turn.channel,
+            "created_at": turn.created_at,
+        },
+    )
+
+
+def _space_item(view: inventory.SpaceView, layer: str = "space") -> Item:
+    things = ", ".join(item.name for item in view.items) or "nothing listed"
+    text = f"{view.space.name}: {view.space.description}\nHere: {things}"
+    return Item(layer=layer, text=text, score=1.0, source={"space": view.space.name})
+
+
+def _read(home, relative: str) -> str:
+    """A file's text without its front matter (which is metadata, not memory)."""
+    try:
+        lines = home.path(relative).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    _, body = chunks.front_matter(lines)
+    return "\n".join(lines[body:]).strip()
+
+
+def _identity(item: Item) -> str:
+    """What makes two items the same memory, whichever layer found them."""
+    source = item.source
+    if source.get("event_uid"):
+        return f"event:{source['event_uid']}"
+    text = " ".join(item.text.split()).lower()
+    return "text:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _format(items: list[Item], unsummarized: int, more: int) -> str:
+    """One markdown block, grouped by layer, each item with where it came from; empty when
+    there is nothing to recall (a hook then injects nothing)."""
+    if not items and not unsummarized:
+        return ""
+    lines = [f"# Memory (ambient recall, {timestamps.now()[:16].replace('T', ' ')} UTC)"]
+    for layer, title in TITLES.items():
+        group = [item for item in items if item.layer == layer]
+        if not group:
+            continue
+        lines += ["", f"## {title}"]
+        for item in group:
+            lines.append(f"- {item.text.strip()}  _({_cite(item.source)})_")
+    lines += ["", f"Unsummarized turns: {unsummarized}"]
+    if more:
+        lines.append(f"({more} older unsummarized turns not shown: get_turns_since_summary)")
+    warning = summaries.warning(unsummarized)
+    if warning:
+        lines.append(f"Warning: {warning}")
+    return "\n".join(lines)
+
+
+def _cite(source: dict[str, Any]) -> str:
+    if "path" in source and source.get("start_line"):
+        return f"{source['path']}:{source['start_line']}-{source['end_line']}"
+    for key in ("path", "event_uid", "fact_uuid", "summary_id", "space", "inventory_item"):
+        if source.get(key) is not None:
+            return f"{key} {source[key]}" if key != "path" else str(source[key])
+    return json.dumps(source)

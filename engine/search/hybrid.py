@@ -1,0 +1,555 @@
+"""Hybrid search over an entity's memory: its files (shortform and domain tiers) and its
+raw turns (longform), one ranking for all of them.
+
+What happens on a search: the filters (tiers, category, tags, dates, channel, growth)
+become one SQL condition, applied before ranking, so a narrow window still returns its
+matches. The query is embedded once; dense cosine runs over the entity's vectors in
+memory (engine/vectors.py: exact, or through an approximate index past 50k vectors),
+BM25 over FTS5 (stopwords dropped, any remaining word may match). The two are
+fused: weighted (cosine clipped to [0, 1] plus BM25 divided by the best BM25 of the
+query) or reciprocal rank fusion, as the settings say; bench/locomo.py measured both.
+Then: kind weights (distilled notes above raw turns), a penalty for superseded chunks,
+a boost when the query and a chunk share an exact identifier, a smaller one for a turn
+said by someone the query names ("what did Jeff say about the roof?"), scores clamped
+to [0, 1], duplicates by content hash dropped. Every file excerpt is checked against the
+file on disk before it is returned; a file that changed is re-indexed and the search
+runs again.
+Without the embedding model, BM25 ranks alone and the response says `fallback: bm25`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date as Date
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
+
+from engine.capture.events import CHANNEL_PATTERN
+from engine.capture.words import any_of, keywords
+from engine.search import embeddings
+from engine.search.index import Index
+from engine.store import timestamps
+from engine.store.errors import InputError
+
+TIERS = ("shortform", "longform", "domain")
+KIND_WEIGHTS = {
+    "anchor": 1.0,
+    "fragment": 1.0,
+    "memory": 1.0,
+    "document": 0.97,
+    "journal": 0.97,
+    "turn": 0.90,
+}
+SUPERSEDED_FACTOR = 0.9
+IDENTIFIER_BOOST = 0.3
+AUTHOR_BOOST = 0.1  # a fusion weight: chosen on LoCoMo conversations 1-5, checked on 6-10
+CANDIDATES = 200  # from each ranker, before fusion
+RRF_K = 60
+POSTINGS_BUDGET = 10_000  # chunks BM25 ranks at most, about; see _keyword
+
+_keyword_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-bm25")
+TAG_PATTERN = r"^[^\s,][^,\n]{0,63}$"
+
+
+_IDENTIFIER = re.compile(
+    r"\b[A-Za-z]+-\d+\b"  # ABC-123
+    r"|\b\d{4,}\b"  # numbers of 4+ digits
+    r"|\b(?=\w*\d)(?=\w*[A-Za-z])\w+\b"  # words with digits
+)
+
+
+class SearchRequest(BaseModel):
+    """A search as callers send it (REST body, MCP tool arguments)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=4096, description="What to look for, in words.")
+    tiers: str = Field(
+        "all",
+        validate_default=True,
+        description="all, or comma codes among shortform, longform, domain.",
+    )
+    category: str | None = Field(None, max_length=64, description="One fragment category.")
+    tags: list[str] = Field(default_factory=list, max_length=32, description="Any of these.")
+    tags_mode: Literal["any", "all"] = Field("any", description="all: every tag must be there.")
+    date: str | None = Field(None, description="One day, YYYY-MM-DD (UTC).")
+    since: str | None = Field(None, description="Inclusive; ISO date or timestamp.")
+    until: str | None = Field(None, description="Inclusive; a date means its whole day.")
+    growth: bool = Field(False, description="Also search the growth journals.")
+    channel: str | None = Field(
+        None, pattern=CHANNEL_PATTERN, description="Turns from one channel."
+    )
+    limit: int = Field(10, ge=1, le=100)
+    min_score: float = Field(0.0, ge=0.0, le=1.0)
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("empty query; say what to look for")
+        return value
+
+    @field_validator("tiers")
+    @classmethod
+    def _tiers(cls, value: str) -> str:
+        codes = [code.strip().lower() for code in value.split(",") if code.strip()]
+        if not codes:
+            raise ValueError("empty; use all, or comma codes among " + ", ".join(TIERS))
+        if codes == ["all"]:
+            return ",".join(TIERS)
+        unknown = [code for code in codes if code not in TIERS]
+        if unknown:
+            raise ValueError(
+                f"unknown tier code {unknown[0]!r}; use all, or comma codes among "
+                + ", ".join(TIERS)
+            )
+        return ",".join(dict.fromkeys(codes))
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        return normalise_tags(value)
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str | None) -> str | None:
+        return value.strip().lower() if value is not None else None
+
+    @field_validator("date")
+    @classmethod
+    def _date(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return Date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            raise ValueError(f"unparseable date {value!r}: use YYYY-MM-DD") from None
+
+    @field_validator("since", "until")
+    @classmethod
+    def _moment(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip()
+        if _is_day(value):
+            return value
+        return timestamps.normalise(value)
+
+    def check(self) -> None:
+        """What no single field can say wrong on its own."""
+        if self.date is not None and (self.since is not None or self.until is not None):
+            raise InputError.of("date", "give either date or since/until, not both")
+        low, high = self.window()
+        if low is not None and high is not None and low > high:
+            raise InputError.of("until", "is before since")
+
+    @property
+    def tier_list(self) -> list[str]:
+        return self.tiers.split(",")
+
+    def window(self) -> tuple[str | None, str | None]:
+        """The inclusive time window as stored timestamps."""
+        if self.date is not None:
+            return _start_of(self.date), _end_of(self.date)
+        low = _start_of(self.since) if self.since and _is_day(self.since) else self.since
+        high = _end_of(self.until) if self.until and _is_day(self.until) else self.until
+        return low, high
+
+
+class SearchResult(BaseModel):
+    text: str
+    score: float
+    tier: str
+    kind: str
+    path: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    event_uid: str | None = None
+    channel: str | None = None
+    author: str | None = None
+    created_at: str | None = None
+    category: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    date: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _known_fields_only(self, handler):
+        """A turn has no path and a file chunk no event_uid: absent, not null."""
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class SearchResponse(BaseModel):
+    results: list[SearchResult]
+    fallback: Literal["bm25"] | None = None
+
+
+def search(
+    index: Index,
+    entity: str,
+    request: SearchRequest,
+    kinds: tuple[str, ...] | None = None,
+    query_vector: np.ndarray | None = None,
+) -> SearchResponse:
+    """Ranked excerpts of the entity's memory for the request (see the module doc).
+    `query_vector`: the query embedded already (recall embeds its context once)."""
+    request.check()
+    categories = index.settings.fragment_categories
+    if categories and request.category is not None and request.category not in categories:
+        raise InputError.of("category", f"unknown category; known: {', '.join(categories)}")
+    where, params, simple = _where(entity, request, kinds)
+    fallback = None
+    for attempt in range(3):
+        # BM25 runs in another thread while the query is embedded and compared.
+        keyword = _keyword_pool.submit(
+            _keyword, index, entity, request.tier_list, request.query, where, params
+        )
+        if attempt == 0 and query_vector is None:
+            query_vector, fallback = _embed_query(index, request.query)
+        ranked = _rank(index, entity, request, query_vector, (where, params, simple), keyword)
+        results, stale = _materialise(index, entity, ranked, request)
+        if not stale or attempt == 2:
+            break
+        for path in stale:  # changed on disk behind the index: index it now, rank again
+            index.sync_file(entity, path)
+    return SearchResponse(results=results, fallback=fallback)
+
+
+def identifiers(text: str) -> set[str]:
+    """Exact tokens worth matching verbatim: ABC-123, 4+ digit numbers, words with digits."""
+    return set(_IDENTIFIER.findall(text))
+
+
+def normalise_tags(tags: list[str]) -> list[str]:
+    cleaned = []
+    for tag in tags:
+        tag = tag.strip().lower()
+        if not re.fullmatch(TAG_PATTERN, tag):
+            raise ValueError(
+                f"bad tag {tag!r}: 1-64 characters, no commas or newlines, not starting blank"
+            )
+        cleaned.append(tag)
+    return list(dict.fromkeys(cleaned))
+
+
+def _embed_query(index: Index, query: str) -> tuple[np.ndarray | None, str | None]:
+    try:
+        return index.embedder().embed_one(query), None
+    except embeddings.Unavailable:
+        return None, "bm25"
+
+
+def _where(entity: str, request: SearchRequest, kinds) -> tuple[str, list, bool]:
+    """The filter as SQL over search_chunks `c`, and whether it is only tiers and growth
+    (then the vectors in memory can filter themselves)."""
+    tiers = request.tier_list
+    clauses = ["c.entity = ?", f"c.tier IN ({','.join('?' * len(tiers))})"]
+    params: list = [entity, *tiers]
+    if not request.growth:
+        clauses.append("c.growth = 0")
+    simple = True
+    if kinds:
+        clauses.append(f"c.kind IN ({','.join('?' * len(kinds))})")
+        params += list(kinds)
+        simple = False
+    if request.category is not None:
+        clauses.append("c.category = ?")
+        params.append(request.category)
+        simple = False
+    if request.tags:
+        wanted = "(SELECT value FROM json_each(?))"
+        if request.tags_mode == "any":
+            clauses.append(f"EXISTS (SELECT 1 FROM json_each(c.tags) t WHERE t.value IN {wanted})")
+            params.append(json.dumps(request.tags))
+        else:
+            clauses.append(
+                "(SELECT COUNT(DISTINCT t.value) FROM json_each(c.tags) t"
+                f" WHERE t.value IN {wanted}) = ?"
+            )
+            params += [json.dumps(request.tags), len(request.tags)]
+        simple = False
+    low, high = request.window()
+    if low is not None:
+        clauses.append("c.date >= ?")
+        params.append(low)
+        simple = False
+    if high is not None:
+        clauses.append("c.date <= ?")
+        params.append(high)
+        simple = False
+    if request.channel is not None:
+        clauses.append("c.channel = ?")
+        params.append(request.channel)
+        simple = False
+    return " AND ".join(clauses), params, simple
+
+
+def _rank(index, entity, request, query_vector, condition, keyword) -> list[tuple[int, float]]:
+    """(chunk id, fused score before adjustments), best first."""
+    allowed = None if query_vector is None else _allowed(index, entity, request, condition)
+    keyword_order, keyword_scores = keyword.result()
+    if allowed is None:
+        return _fuse(index.settings, {}, [], keyword_scores, keyword_order, keywords_only=True)
+    dense_order, dense = _dense(*allowed, query_vector, also=keyword_order)
+    return _fuse(
+        index.settings, dense, dense_order, keyword_scores, keyword_order, keywords_only=False
+    )
+
+
+def _keyword(index, entity, tiers, query, where, params) -> tuple[list[int], dict[int, float]]:
+    """BM25 (FTS5) candidates within the filter, best first, with their scores. Any of
+    the words may match. Ranking costs time for every chunk that holds any of them, so
+    on a large index the rarest words are kept while the chunks holding them stay within
+    POSTINGS_BUDGET; commoner words (low idf, long postings) are left to the dense side.
+    A small index keeps every word (bench/search_scale.py). When the entity's chunks of
+    the tiers asked for are few (its word-photos among 100k turns, a small entity among
+    large ones), FTS5 is told so with their scope token (migrations/0006) and ranks only
+    those; over a large scope that intersection costs more than it saves."""
+    conn = index.db.conn
+    words = keywords(query)
+    if not words:
+        return [], {}
+    docs = {
+        word: conn.execute(
+            "SELECT COUNT(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ?)",
+            (f'"{word}"', POSTINGS_BUDGET + 1),
+        ).fetchone()[0]
+        for word in words
+    }
+    kept, total = [], 0
+    for word in sorted(words, key=docs.get):
+        if kept and total + docs[word] > POSTINGS_BUDGET:
+            break
+        kept.append(word)
+        total += docs[word]
+    match = any_of(kept)
+    in_scope = conn.execute(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM search_chunks WHERE entity = ?"
+        f" AND tier IN ({','.join('?' * len(tiers))}) LIMIT ?)",
+        [entity, *tiers, total],
+    ).fetchone()[0]
+    if in_scope < total:
+        tokens = " OR ".join(f"{entity.encode().hex()}x{tier}" for tier in tiers)
+        match = f"({match}) AND scope:({tokens})"
+    rows = conn.execute(
+        "SELECT c.id, -search_fts.rank FROM search_fts"
+        " JOIN search_chunks c ON c.id = search_fts.rowid"
+        f" WHERE search_fts MATCH ? AND {where} ORDER BY search_fts.rank LIMIT ?",
+        [match, *params, CANDIDATES],
+    ).fetchall()
+    return [r[0] for r in rows], {r[0]: max(r[1], 0.0) for r in rows}
+
+
+def _allowed(index, entity, request, condition):
+    """The entity's vectors and which of their rows the filter allows: (matrix, mask),
+    or None without vectors."""
+    where, params, simple = condition
+    matrix = index.matrix(entity)
+    if not len(matrix):
+        return None
+    if simple:
+        return matrix, matrix.mask(request.tier_list, request.growth)
+    ids = [
+        r[0]
+        for r in index.db.conn.execute(f"SELECT c.id FROM search_chunks c WHERE {where}", params)
+    ]
+    return matrix, matrix.alive[: matrix.n] & np.isin(matrix.ids[: matrix.n], ids)
+
+
+def _dense(matrix, allowed, query_vector, also) -> tuple[list[int], dict[int, float]]:
+    """Cosine candidates within the filter, best first, and the cosine of each of them
+    and of the chunks in `also` (the keyword candidates)."""
+    positions, scores = matrix.nearest(query_vector, allowed, CANDIDATES)
+    order = [int(i) for i in matrix.ids[positions]]
+    cosine = dict(zip(order, (float(s) for s in scores), strict=True))
+    extra = [
+        p
+        for p in (matrix.where.get(i) for i in also if i not in cosine)
+        if p is not None and p < len(allowed) and allowed[p]
+    ]
+    if extra:
+        extra_scores = matrix.cosines(query_vector, np.asarray(extra))
+        for position, score in zip(extra, extra_scores, strict=True):
+            cosine[int(matrix.ids[position])] = float(score)
+    return order, cosine
+
+
+def _fuse(settings, dense, dense_order, keyword, keyword_order, *, keywords_only):
+    candidates = list(dict.fromkeys([*dense_order, *keyword_order]))
+    top_keyword = max(keyword.values(), default=0.0) or 1.0
+    if keywords_only:
+        fused = {i: keyword.get(i, 0.0) / top_keyword for i in candidates}
+    elif settings.search_fusion == "rrf":
+        dense_rank = {i: r for r, i in enumerate(dense_order)}
+        keyword_rank = {i: r for r, i in enumerate(keyword_order)}
+        best = 2.0 / (RRF_K + 1)
+        fused = {
+            i: (
+                (1.0 / (RRF_K + 1 + dense_rank[i]) if i in dense_rank else 0.0)
+                + (1.0 / (RRF_K + 1 + keyword_rank[i]) if i in keyword_rank else 0.0)
+            )
+            / best
+            for i in candidates
+        }
+    else:
+        w = settings.search_bm25_weight
+        fused = {
+            i: (1.0 - w) * min(max(dense.get(i, 0.0), 0.0), 1.0)
+            + w * keyword.get(i, 0.0) / top_keyword
+            for i in candidates
+        }
+    return sorted(fused.items(), key=lambda item: -item[1])
+
+
+def _materialise(index, entity, ranked, request):
+    """Results for the ranked ids: adjusted, deduplicated, checked against disk.
+    Returns (results, paths of files that changed behind the index)."""
+    scored = _adjusted(index, entity, ranked, request.query)
+    results, seen, stale = [], set(), set()
+    files: dict[str, list[str] | None] = {}
+    home = index.home(entity)
+    batch = 2 * request.limit + 10
+    for start in range(0, len(scored), batch):
+        rows = _rows(index, entity, [chunk_id for _, chunk_id in scored[start : start + batch]])
+        for score, chunk_id in scored[start : start + batch]:
+            if len(results) >= request.limit or score < request.min_score or score <= 0.0:
+                return results, stale
+            row = rows.get(chunk_id)
+            if row is None or row["content_hash"] in seen:
+                continue
+            text = row["content"] if row["event_id"] is not None else row["body"]
+            if row["file_id"] is not None:
+                if row["path"] not in files:
+                    files[row["path"]] = _lines(home, row["path"])
+                lines = files[row["path"]]
+                span = lines[row["start_line"] - 1 : row["end_line"]] if lines else None
+                if span is None or text not in "\n".join(span):
+                    stale.add(row["path"])
+                    continue
+            seen.add(row["content_hash"])
+            results.append(_result(row, text, score, index.settings.chunk_max_chars))
+    return results, stale
+
+
+def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
+    """(score, chunk id), best first: the fused score times the kind weight, lowered for
+    superseded chunks, raised for an exact identifier the query shares and for a turn
+    whose author the query names, in [0, 1]."""
+    if not ranked:
+        return []
+    wanted = identifiers(query)
+    asked = _words(query)
+    rows = {
+        row[0]: row
+        for row in index.db.conn.execute(
+            "SELECT c.id, c.kind, c.superseded, e.author,"
+            f" {'COALESCE(e.content, c.body)' if wanted else 'NULL'} FROM search_chunks c"
+            " LEFT JOIN events e ON e.id = c.event_id"
+            " WHERE c.id IN (SELECT value FROM json_each(?)) AND +c.entity = ?",
+            (json.dumps([i for i, _ in ranked]), entity),
+        )
+    }
+    scored = []
+    for chunk_id, fused in ranked:
+        row = rows.get(chunk_id)
+        if row is None:
+            continue
+        score = fused * KIND_WEIGHTS.get(row[1], 1.0)
+        if row[2]:
+            score *= SUPERSEDED_FACTOR
+        if wanted and any(token in row[4] for token in wanted):
+            score += IDENTIFIER_BOOST
+        if row[3] and (author := _words(row[3])).strip() and author in asked:
+            score += AUTHOR_BOOST
+        scored.append((min(max(score, 0.0), 1.0), chunk_id))
+    scored.sort(key=lambda item: -item[0])
+    return scored
+
+
+def _words(text: str) -> str:
+    """The text's words, lowercase, one space apart and around, so that whole words in
+    order are a substring: " mary ann " in " what did mary ann s roof "."""
+    return " " + " ".join(re.findall(r"\w+", text.lower())) + " "
+
+
+def _rows(index, entity, ids: list[int]) -> dict:
+    return {
+        row["id"]: row
+        for row in index.db.conn.execute(
+            "SELECT c.*, f.path, e.event_uid, e.author, e.content, e.created_at"
+            " FROM search_chunks c"
+            " LEFT JOIN search_files f ON f.id = c.file_id"
+            " LEFT JOIN events e ON e.id = c.event_id"
+            " WHERE c.id IN (SELECT value FROM json_each(?)) AND +c.entity = ?",
+            (json.dumps(ids), entity),
+        )
+    }
+
+
+def _result(row, text: str, score: float, excerpt_chars: int) -> SearchResult:
+    common = {
+        "score": round(score, 4),
+        "tier": row["tier"],
+        "kind": row["kind"],
+        "category": row["category"],
+        "tags": json.loads(row["tags"]),
+    }
+    if row["event_id"] is not None:
+        return SearchResult(
+            text=_excerpt(text, 2 * excerpt_chars),
+            event_uid=row["event_uid"],
+            channel=row["channel"],
+            author=row["author"],
+            created_at=row["created_at"],
+            date=row["created_at"][:10],
+            **common,
+        )
+    return SearchResult(
+        text=text,
+        path=row["path"],
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        date=row["date"][:10] if row["date"] else None,
+        **common,
+    )
+
+
+def _lines(home, relative: str) -> list[str] | None:
+    try:
+        path = home.path(relative)
+        if not home.inside(path):
+            return None
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+
+
+def _excerpt(text: str, limit: int) -> str:
+    """A long turn cut at a word boundary (read it whole with /v1/turns/around)."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
+
+
+def _is_day(value: str) -> bool:
+    return re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) is not None and _valid_day(value)
+
+
+def _valid_day(value: str) -> bool:
+    try:
+        Date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _start_of(day: str) -> str:
+    return f"{day}T00:00:00.000000Z"
+
+
+def _end_of(day: str) -> str:
+    return f"{day}T23:59:59.999999Z"

@@ -1,0 +1,474 @@
+"""The search index of each entity, kept in step with its files and its raw turns.
+
+The index is a cache: `search_files` remembers each file as indexed (size, mtime, hash),
+`search_chunks` holds what is ranked (FTS5 over it by triggers), `search_vectors` one
+vector per chunk with its model. A file is re-read when its size or mtime changes and
+re-indexed when its hash does; a file gone from disk leaves the index. Vectors are
+computed outside the write transaction and reused for chunks whose embedded text did
+not change (an edited file, a renamed one), so an edit costs one embedding per changed
+chunk. When the model cannot load, chunks are stored without vectors (BM25 still finds
+them) and `embed_missing` fills them in later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import PurePosixPath
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from engine.search import chunks, embeddings, homes, vectors
+from engine.search.homes import Home, Source
+from engine.store import timestamps
+from engine.store.config import Settings
+from engine.store.db import Database
+
+log = logging.getLogger("pps.index")
+
+Progress = Callable[[int, int], None]
+_DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
+_EMBED_BATCH = 256
+
+
+@dataclass
+class SyncReport:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    embedded: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def count(self, outcome: str) -> None:
+        if outcome in ("added", "updated", "removed", "unchanged"):
+            setattr(self, outcome, getattr(self, outcome) + 1)
+
+
+class IndexStats(BaseModel):
+    """What the entity's index holds, for GET /v1/search/index."""
+
+    files: int = Field(description="Files of the home indexed.")
+    chunks: int = Field(description="Ranked pieces: file chunks and turns.")
+    vectors: int = Field(description="Chunks embedded with the current model.")
+    model: str
+    approximate_index: str = Field(
+        description="off, below_threshold, building, or ready (serving the dense side)."
+    )
+
+
+class Index:
+    """The index over every entity's home and turns, with the vectors held in memory.
+    One per process; shared by request threads, workers and the file watcher."""
+
+    def __init__(self, settings: Settings, db: Database):
+        self.settings = settings
+        self.db = db
+        self.cache = vectors.Cache(settings.search_ann_min_rows)
+        self._warned = False  # about indexing without vectors, once
+
+    # --- the embedder ----------------------------------------------------------------
+
+    def embedder(self) -> embeddings.Embedder:
+        """The model; raises embeddings.Unavailable."""
+        return embeddings.get(self.settings)
+
+    @property
+    def model(self) -> str:
+        return self.settings.embedding_model
+
+    def home(self, entity: str) -> Home:
+        return homes.home_for(self.settings, entity)
+
+    # --- files -----------------------------------------------------------------------
+
+    def sync_entity(
+        self, entity: str, progress: Progress | None = None, rebuild: bool = False
+    ) -> SyncReport:
+        """Bring the entity's file chunks in step with its home: new and changed files
+        indexed, files gone removed. `rebuild` re-reads every file."""
+        home = self.home(entity)
+        report = SyncReport()
+        on_disk = {source.path: source for source, _ in home.sources()}
+        indexed = {
+            row["path"]
+            for row in self.db.conn.execute(
+                "SELECT path FROM search_files WHERE entity = ?", (entity,)
+            )
+        }
+        total, done = len(on_disk) + len(indexed - on_disk.keys()), 0
+        # New and changed files first, so a renamed file finds its old vectors to reuse.
+        for path, source in on_disk.items():
+            try:
+                outcome, embedded = self._sync_source(home, source, force=rebuild)
+                report.count(outcome)
+                report.embedded += embedded
+            except OSError as exc:
+                report.errors.append(f"{path}: {exc}")
+            done += 1
+            if progress:
+                progress(done, total)
+        for path in indexed - on_disk.keys():
+            report.count(self.remove_file(entity, path))
+            done += 1
+            if progress:
+                progress(done, total)
+        return report
+
+    def sync_file(self, entity: str, relative: str) -> str:
+        """Index one file of the home (or drop it from the index if it is gone or not a
+        file the index holds). Returns added, updated, removed, unchanged or ignored."""
+        home = self.home(entity)
+        relative = PurePosixPath(relative).as_posix()
+        source = home.classify(relative)
+        full = home.path(relative)
+        if source is None or not full.is_file() or not home.inside(full):
+            return self.remove_file(entity, relative) if source is not None else "ignored"
+        try:
+            return self._sync_source(home, source)[0]
+        except FileNotFoundError:
+            return self.remove_file(entity, relative)
+
+    def sync_dir(self, entity: str, relative: str) -> SyncReport:
+        """Re-check every indexed file under a folder and every file now in it (a folder
+        was moved or deleted)."""
+        report = SyncReport()
+        prefix = relative.rstrip("/") + "/"
+        rows = self.db.conn.execute(
+            "SELECT path FROM search_files WHERE entity = ? AND substr(path, 1, ?) = ?",
+            (entity, len(prefix), prefix),
+        ).fetchall()
+        paths = {row["path"] for row in rows}
+        home = self.home(entity)
+        paths |= {s.path for s, _ in home.sources(under=relative.rstrip("/"))}
+        for path in sorted(paths):
+            report.count(self.sync_file(entity, path))
+        return report
+
+    def remove_file(self, entity: str, relative: str) -> str:
+        with self._applying(entity) as apply, self.db.write() as conn:
+            row = conn.execute(
+                "SELECT id FROM search_files WHERE entity = ? AND path = ?", (entity, relative)
+            ).fetchone()
+            if row is None:
+                return "ignored"
+            apply([], [], [], [], self._drop_file_chunks(conn, row["id"]))
+            conn.execute("DELETE FROM search_files WHERE id = ?", (row["id"],))
+        return "removed"
+
+    def _sync_source(self, home: Home, source: Source, force: bool = False) -> tuple[str, int]:
+        """Index one file if it changed: (outcome, how many chunks were embedded)."""
+        full = home.path(source.path)
+        stat = full.stat()
+        known = self.db.conn.execute(
+            "SELECT id, size, mtime_ns, sha256 FROM search_files WHERE entity = ? AND path = ?",
+            (home.entity, source.path),
+        ).fetchone()
+        if (
+            not force
+            and known is not None
+            and (known["size"], known["mtime_ns"]) == (stat.st_size, stat.st_mtime_ns)
+        ):
+            return "unchanged", 0
+        raw = full.read_bytes()
+        digest = hashlib.sha256(raw).hexdigest()
+        if not force and known is not None and known["sha256"] == digest:
+            with self.db.write() as conn:
+                conn.execute(
+                    "UPDATE search_files SET size = ?, mtime_ns = ? WHERE id = ?",
+                    (stat.st_size, stat.st_mtime_ns, known["id"]),
+                )
+            return "unchanged", 0
+        rows = self._chunk_rows(home.entity, source, raw.decode("utf-8", errors="replace"))
+        reused = self._reusable_vectors(home.entity, [r["embed_hash"] for r in rows])
+        fresh = self._embed_new(rows, reused)
+        with self._applying(home.entity) as apply, self.db.write() as conn:
+            current = conn.execute(
+                "SELECT id, sha256 FROM search_files WHERE entity = ? AND path = ?",
+                (home.entity, source.path),
+            ).fetchone()
+            if current is not None and current["sha256"] == digest and not force:
+                return "unchanged", 0  # another thread indexed this very content meanwhile
+            removed = []
+            if current is not None:
+                removed = self._drop_file_chunks(conn, current["id"])
+                conn.execute("DELETE FROM search_files WHERE id = ?", (current["id"],))
+            file_id = conn.execute(
+                "INSERT INTO search_files (entity, path, size, mtime_ns, sha256, indexed_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    home.entity,
+                    source.path,
+                    stat.st_size,
+                    stat.st_mtime_ns,
+                    digest,
+                    timestamps.now(),
+                ),
+            ).fetchone()[0]
+            ids, vecs = [], []
+            for row in rows:
+                chunk_id = _insert_chunk(conn, {**row, "file_id": file_id})
+                vector = reused.get(row["embed_hash"])
+                if vector is None:
+                    vector = fresh.get(row["embed_hash"])
+                if vector is not None:
+                    ids.append(chunk_id)
+                    vecs.append(vector)
+            self._store_vectors(conn, home.entity, ids, vecs)
+            tier = vectors.TIER_CODES[source.tier]
+            apply(ids, vecs, [tier] * len(ids), [source.growth] * len(ids), removed)
+        return ("updated" if known is not None else "added"), len(fresh)
+
+    def _chunk_rows(self, entity: str, source: Source, text: str) -> list[dict]:
+        document = chunks.split(text, self.settings.chunk_max_chars)
+        meta = document.meta
+        name = PurePosixPath(source.path)
+        title = str(meta.get("title") or "").strip() or _first_title(document) or name.stem
+        day = chunks.meta_date(meta) or _date_in_name(name.name)
+        tags = chunks.meta_tags(meta)
+        category = source.category or _meta_category(meta)
+        rows = []
+        for chunk in document.chunks:
+            trail = [h for h in chunk.headings if h != title]
+            context = " > ".join([title, *trail])
+            if tags:
+                context += "\n" + " ".join(tags)
+            rows.append(
+                {
+                    "entity": entity,
+                    "tier": source.tier,
+                    "kind": source.kind,
+                    "event_id": None,
+                    "start_line": chunk.start_line,
+                    "end_line": chunk.end_line,
+                    "category": category,
+                    "tags": json.dumps(tags),
+                    "date": f"{day}T00:00:00.000000Z" if day else None,
+                    "channel": None,
+                    "growth": int(source.growth),
+                    "superseded": int(chunks.meta_flag(meta, "superseded")),
+                    "content_hash": content_hash(chunk.text),
+                    "embed_hash": embed_hash(source.kind, chunk.text, context),
+                    "body": chunk.text,
+                    "context": context,
+                }
+            )
+        return rows
+
+    @staticmethod
+    def _drop_file_chunks(conn, file_id: int) -> list[int]:
+        """Delete a file's chunks and their vectors; returns the chunk ids."""
+        ids = [
+            r[0] for r in conn.execute("SELECT id FROM search_chunks WHERE file_id = ?", (file_id,))
+        ]
+        conn.execute(
+            "DELETE FROM search_vectors WHERE chunk_id IN"
+            " (SELECT id FROM search_chunks WHERE file_id = ?)",
+            (file_id,),
+        )
+        conn.execute("DELETE FROM search_chunks WHERE file_id = ?", (file_id,))
+        return ids
+
+    # --- vectors ---------------------------------------------------------------------
+
+    def embed_missing(
+        self,
+        entity: str,
+        chunk_ids: Iterable[int] | None = None,
+        progress: Progress | None = None,
+    ) -> int:
+        """Embed the entity's chunks (or the given ones) that have no vector of the
+        current model. Raises embeddings.Unavailable. Returns how many were embedded."""
+        embedder = self.embedder()
+        query = (
+            "SELECT c.id, c.kind, c.body, c.context, c.embed_hash, c.tier, c.growth"
+            " FROM search_chunks c LEFT JOIN search_vectors v"
+            " ON v.chunk_id = c.id AND v.model = ?"
+            " WHERE c.entity = ? AND v.chunk_id IS NULL"
+        )
+        params: list = [self.model, entity]
+        if chunk_ids is not None:
+            wanted = sorted(set(chunk_ids))
+            if not wanted:
+                return 0
+            query += " AND c.id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(wanted))
+        pending = self.db.conn.execute(query + " ORDER BY c.id", params).fetchall()
+        done = 0
+        for start in range(0, len(pending), _EMBED_BATCH):
+            batch = pending[start : start + _EMBED_BATCH]
+            reused = self._reusable_vectors(entity, [r["embed_hash"] for r in batch])
+            todo = [r for r in batch if r["embed_hash"] not in reused]
+            rows = embedder.embed([embed_text(r["kind"], r["body"], r["context"]) for r in todo])
+            made = dict(reused)
+            made.update({r["embed_hash"]: rows[i] for i, r in enumerate(todo)})
+            with self._applying(entity) as apply, self.db.write() as conn:
+                alive = {
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT id FROM search_chunks WHERE id IN (SELECT value FROM json_each(?))",
+                        (json.dumps([r["id"] for r in batch]),),
+                    )
+                }
+                kept = [r for r in batch if r["id"] in alive]
+                ids = [r["id"] for r in kept]
+                vecs = [made[r["embed_hash"]] for r in kept]
+                self._store_vectors(conn, entity, ids, vecs)
+                tiers = [vectors.TIER_CODES[r["tier"]] for r in kept]
+                apply(ids, vecs, tiers, [bool(r["growth"]) for r in kept], [])
+            done += len(batch)
+            if progress:
+                progress(done, len(pending))
+        return done
+
+    def _reusable_vectors(self, entity: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        """Vectors of the current model already stored for the same embedded text."""
+        if not hashes:
+            return {}
+        rows = self.db.conn.execute(
+            "SELECT c.embed_hash, v.vector FROM search_chunks c"
+            " JOIN search_vectors v ON v.chunk_id = c.id"
+            " WHERE c.entity = ? AND v.model = ?"
+            " AND c.embed_hash IN (SELECT value FROM json_each(?))",
+            (entity, self.model, json.dumps(sorted(set(hashes)))),
+        ).fetchall()
+        return {r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}
+
+    def _embed_new(self, rows: list[dict], reused: dict) -> dict[str, np.ndarray]:
+        todo = {r["embed_hash"]: r for r in rows if r["embed_hash"] not in reused}
+        if not todo:
+            return {}
+        try:
+            embedder = self.embedder()
+            texts = [embed_text(r["kind"], r["body"], r["context"]) for r in todo.values()]
+            return dict(zip(todo, embedder.embed(texts), strict=True))
+        except embeddings.Unavailable as exc:
+            if not self._warned:
+                log.warning("indexing without vectors (BM25 only until the model loads): %s", exc)
+                self._warned = True
+            return {}
+
+    def _store_vectors(self, conn, entity: str, ids: list[int], vecs: list) -> None:
+        conn.executemany(
+            "INSERT INTO search_vectors (chunk_id, entity, model, vector) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (chunk_id) DO UPDATE SET model = excluded.model,"
+            " vector = excluded.vector",
+            [(i, entity, self.model, vectors.to_blob(v)) for i, v in zip(ids, vecs, strict=True)],
+        )
+
+    def _applying(self, entity: str):
+        """A context manager handing out `apply(ids, vecs, tiers, growth, removed)`, which
+        records the change (generation bump) in the open transaction and in memory; if the
+        transaction then fails, the entity's matrix is dropped and reloaded later."""
+        index = self
+
+        class _Applying:
+            def __enter__(self):
+                return self.apply
+
+            def apply(self, ids, vecs, tiers, growth, removed):
+                if not ids and not removed:
+                    return
+                added = (ids, np.asarray(vecs, dtype=np.float32), tiers, growth) if ids else None
+                generation = vectors.bump(index.db.conn, entity)
+                index.cache.apply(entity, generation, index.model, added, removed)
+
+            def __exit__(self, kind, exc, tb):
+                if kind is not None:
+                    index.cache.invalidate(entity)
+                return False
+
+        return _Applying()
+
+    def matrix(self, entity: str) -> vectors.Matrix:
+        return self.cache.matrix(self.db.conn, entity, self.model)
+
+    def stats(self, entity: str) -> IndexStats:
+        def count(sql: str, *params) -> int:
+            return self.db.conn.execute(sql, (entity, *params)).fetchone()[0]
+
+        return IndexStats(
+            files=count("SELECT COUNT(*) FROM search_files WHERE entity = ?"),
+            chunks=count("SELECT COUNT(*) FROM search_chunks WHERE entity = ?"),
+            vectors=count(
+                "SELECT COUNT(*) FROM search_vectors WHERE entity = ? AND model = ?", self.model
+            ),
+            model=self.model,
+            approximate_index=self.matrix(entity).index_state,
+        )
+
+    # --- everything ------------------------------------------------------------------
+
+    def entities(self) -> list[str]:
+        return [r[0] for r in self.db.conn.execute("SELECT name FROM entities ORDER BY name")]
+
+    def drop_vectors(self, entity: str) -> None:
+        """Forget every vector of the entity, of any model (to embed all again)."""
+        with self._applying(entity) as apply, self.db.write() as conn:
+            removed = [
+                r[0]
+                for r in conn.execute(
+                    "DELETE FROM search_vectors WHERE entity = ? RETURNING chunk_id", (entity,)
+                )
+            ]
+            apply([], [], [], [], removed)
+
+
+def embed_text(kind: str, body: str, context: str) -> str:
+    """What is embedded: a turn as itself (its neighbours only help BM25), a file chunk
+    with its title and headings in front, which say what it is about."""
+    if kind == "turn" or not context:
+        return body
+    return f"{context}\n\n{body}"
+
+
+def embed_hash(kind: str, body: str, context: str) -> str:
+    return _hash(embed_text(kind, body, context))
+
+
+def content_hash(text: str) -> str:
+    return _hash(" ".join(text.split()))
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _insert_chunk(conn: sqlite3.Connection, row: dict) -> int:
+    columns = list(row)
+    return conn.execute(
+        f"INSERT INTO search_chunks ({', '.join(columns)})"
+        f" VALUES ({', '.join('?' * len(columns))}) RETURNING id",
+        [row[c] for c in columns],
+    ).fetchone()[0]
+
+
+def _first_title(document: chunks.Document) -> str | None:
+    for chunk in document.chunks:
+        if chunk.headings:
+            return chunk.headings[0]
+    return None
+
+
+def _date_in_name(name: str) -> str | None:
+    match = _DATE_IN_NAME.search(name)
+    if not match:
+        return None
+    try:
+        return date.fromisoformat(match[1]).isoformat()
+    except ValueError:
+        return None
+
+
+def _meta_category(meta: dict) -> str | None:
+    value = meta.get("category")
+    if value is None:
+        return None
+    return str(value).strip().lower() or None

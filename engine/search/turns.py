@@ -1,0 +1,170 @@
+"""The longform tier: raw turns (layer-1 events) as search rows.
+
+A captured event becomes a row of the search index in the same transaction that stores
+it (`admit`, told of it by capture), so its own words are searchable at once. One
+`embed_events` job per request, in the durable queue, then gives the new turns their
+context and their vectors, within seconds.
+
+A turn is ranked as `[8 May 2023] Caroline: text`: the date and the speaker are words
+people ask with. Its BM25 context is its neighbours, the PPS_SEARCH_TURN_CONTEXT turns before and
+after it in the same session (or channel, without one), because a question often names
+words said just before or after the answer; its own words count twice as much (see
+migrations/0005; measured on LoCoMo in bench/locomo.py). A new turn also changes the
+context of the turns before it. Contexts are written by the job, not at capture: they
+hold several turns' words each, and indexing them would make capture several times
+slower.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime
+
+from engine.search import embeddings
+from engine.search.index import Index, content_hash, embed_hash
+from engine.store import queue
+
+JOB_KIND = "embed_events"
+_CONTEXT_BATCH = 200
+_COLUMNS = "id, entity, channel, author, content, session_id, created_at"
+
+
+def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int], enqueue=True) -> None:
+    """Index newly stored events by their own words (inside the transaction that stored
+    them) and enqueue one job for their context and vectors."""
+    if not event_ids:
+        return
+    rows = []
+    for event in _events(conn, event_ids):
+        body = render(event["created_at"], event["author"], event["content"])
+        rows.append(
+            (
+                entity,
+                event["id"],
+                event["created_at"],
+                event["channel"],
+                content_hash(event["content"]),
+                embed_hash("turn", body, ""),
+                body,
+            )
+        )
+    conn.executemany(
+        "INSERT INTO search_chunks (entity, tier, kind, event_id, date, channel, content_hash,"
+        " embed_hash, body) VALUES (?, 'longform', 'turn', ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (event_id) DO NOTHING",
+        rows,
+    )
+    if enqueue:
+        queue.enqueue(conn, entity, JOB_KIND, str(event_ids[0]), {"event_ids": event_ids})
+
+
+def add_context(index: Index, entity: str, event_ids: list[int]) -> None:
+    """Write the neighbours of these turns into their context, and refresh the context of
+    the turns around them, which now have new neighbours. In short transactions, so
+    captures are not held up behind a long job."""
+    reach = index.settings.search_turn_context
+    for start in range(0, len(event_ids), _CONTEXT_BATCH):
+        with index.db.write() as conn:
+            contexts: dict[int, str] = {}
+            for event in _events(conn, event_ids[start : start + _CONTEXT_BATCH]):
+                window = _neighbourhood(conn, event, 2 * reach)
+                at = next(i for i, e in enumerate(window) if e["id"] == event["id"])
+                for i in range(max(0, at - reach), min(len(window), at + reach + 1)):
+                    contexts[window[i]["id"]] = _context(window, i, reach)
+            conn.executemany(
+                "UPDATE search_chunks SET context = ? WHERE event_id = ? AND context IS NOT ?",
+                [(text, event_id, text) for event_id, text in contexts.items()],
+            )
+
+
+def backfill(index: Index, entity: str, batch: int = 500) -> int:
+    """Admit events stored before the index held turns (or after it was dropped), with
+    their context; vectors follow from `Index.embed_missing`."""
+    done = 0
+    while True:
+        ids = [
+            r[0]
+            for r in index.db.conn.execute(
+                "SELECT e.id FROM events e WHERE e.entity = ? AND NOT EXISTS"
+                " (SELECT 1 FROM search_chunks c WHERE c.event_id = e.id) ORDER BY e.id LIMIT ?",
+                (entity, batch),
+            )
+        ]
+        if not ids:
+            return done
+        with index.db.write() as conn:
+            admit(conn, entity, ids, enqueue=False)
+        add_context(index, entity, ids)
+        done += len(ids)
+
+
+def handler(index: Index):
+    """The embed_events job: context and vectors for the turns it names. No model → the
+    job waits (search ranks by BM25 meanwhile) until `pps queue retry` or a restart."""
+
+    def embed_events(job: queue.Job) -> None:
+        ids = [int(i) for i in job.payload.get("event_ids", [])]
+        if not ids:
+            return
+        add_context(index, job.entity, ids)
+        chunk_ids = [
+            r[0]
+            for r in index.db.conn.execute(
+                "SELECT id FROM search_chunks WHERE entity = ? AND event_id IN"
+                " (SELECT value FROM json_each(?))",
+                (job.entity, json.dumps(ids)),
+            )
+        ]
+        try:
+            index.embed_missing(job.entity, chunk_ids)
+        except embeddings.Unavailable as exc:
+            raise queue.Pause(str(exc)) from exc
+
+    return embed_events
+
+
+def render(created_at: str, author: str | None, content: str) -> str:
+    """A turn as it is ranked and embedded: `[8 May 2023] Caroline: text`."""
+    moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    day = f"{moment.day} {moment:%B %Y}"
+    return f"[{day}] {author}: {content}" if author else f"[{day}] {content}"
+
+
+def _events(conn, ids: list[int]) -> list[sqlite3.Row]:
+    return conn.execute(
+        f"SELECT {_COLUMNS} FROM events WHERE id IN (SELECT value FROM json_each(?))"
+        " ORDER BY created_at, id",
+        (json.dumps(ids),),
+    ).fetchall()
+
+
+def _neighbourhood(conn, event, reach: int) -> list[sqlite3.Row]:
+    """The event with up to `reach` events before and after it in its conversation:
+    the same session, or the same channel for events without a session."""
+    if event["session_id"] is not None:
+        same, key = "session_id = ?", event["session_id"]
+    else:
+        same, key = "session_id IS NULL AND channel = ?", event["channel"]
+    where = f"entity = ? AND {same}"
+    at = (event["created_at"], event["id"])
+    before = conn.execute(
+        f"SELECT {_COLUMNS} FROM events WHERE {where} AND (created_at, id) < (?, ?)"
+        " ORDER BY created_at DESC, id DESC LIMIT ?",
+        (event["entity"], key, *at, reach),
+    ).fetchall()
+    after = conn.execute(
+        f"SELECT {_COLUMNS} FROM events WHERE {where} AND (created_at, id) > (?, ?)"
+        " ORDER BY created_at, id LIMIT ?",
+        (event["entity"], key, *at, reach),
+    ).fetchall()
+    return [*reversed(before), event, *after]
+
+
+def _context(window: list[sqlite3.Row], i: int, reach: int) -> str:
+    lo, hi = max(0, i - reach), min(len(window), i + reach + 1)
+    return "\n".join(
+        render(e["created_at"], e["author"], e["content"])
+        for j, e in enumerate(window[lo:hi], start=lo)
+        if j != i
+    )

@@ -1,0 +1,185 @@
+"""The SQLite store: opening connections, pragmas, file permissions and migrations.
+
+One database file per data dir, in WAL mode with a busy timeout. The schema comes
+only from `migrations/NNNN_name.sql`, applied in order at start and recorded in
+`schema_migrations`. Writes in this process go through one lock, so threads queue
+here rather than spinning on SQLite's busy handler.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.store import timestamps
+
+_HERE = Path(__file__).resolve().parent
+# A wheel carries the .sql files inside this package (pyproject.toml force-includes them);
+# a checkout has them in the repository's top-level migrations/.
+_SHIPPED, _CHECKOUT = _HERE / "migrations", _HERE.parents[1] / "migrations"
+MIGRATIONS_DIR = _SHIPPED if _SHIPPED.is_dir() else _CHECKOUT
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+
+class MigrationsMissing(RuntimeError):
+    """The schema cannot be built: an installation without its migrations is broken."""
+
+
+def migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    """The migrations in `directory`, in order. None at all is an error, never "0 applied"."""
+    if not directory.is_dir():
+        raise MigrationsMissing(f"no migrations folder at {directory}: the install is incomplete")
+    found = []
+    for path in sorted(directory.glob("*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if not match:
+            raise RuntimeError(f"migration file {path.name} is not named NNNN_name.sql")
+        found.append(Migration(int(match[1]), match[2], path))
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"two migrations share a number: {versions}")
+    if not found:
+        raise MigrationsMissing(f"no NNNN_name.sql files in {directory}: the install is incomplete")
+    return found
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and parents) and make it 0700."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def ensure_private_file(path: Path) -> Path:
+    """Create `path` empty if missing, 0600 either way."""
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)
+    path.chmod(0o600)
+    return path
+
+
+class Database:
+    """A SQLite database file with per-thread connections and one writer at a time."""
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 10_000, synchronous: str = "FULL"):
+        self.path = path
+        self._busy_timeout_ms = busy_timeout_ms
+        self._synchronous = synchronous
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        ensure_private_dir(path.parent)
+        ensure_private_file(path)
+
+    @classmethod
+    def open(cls, settings) -> Database:
+        """Open the settings' database and bring its schema up to date."""
+        ensure_private_dir(settings.data_dir)
+        db = cls(
+            settings.database_path,
+            busy_timeout_ms=settings.busy_timeout_ms,
+            synchronous=settings.sqlite_synchronous,
+        )
+        db.migrate()
+        return db
+
+    def connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=0)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        with self._all_lock:
+            self._all.append(conn)
+        return conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (for reads; writes go through `write()`)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self.connect()
+        return conn
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction; committed when the block exits, rolled back on error."""
+        conn = self.conn
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def schema_version(self) -> int:
+        exists = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        ).fetchone()
+        if exists is None:
+            return 0
+        return self.conn.execute(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
+        ).fetchone()[0]
+
+    def migrate(self, upto: int | None = None, directory: Path = MIGRATIONS_DIR) -> int:
+        """Apply, in order, every migration not yet recorded (up to version `upto`); return
+        the highest version applied. Numbers may have gaps (layers reserve ranges)."""
+        with self.write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            for migration in migrations(directory):
+                if migration.version in applied or (upto is not None and migration.version > upto):
+                    continue
+                for statement in _statements(migration.path.read_text()):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (migration.version, migration.name, timestamps.now()),
+                )
+        return self.schema_version()
+
+    def close(self) -> None:
+        with self._all_lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration into complete statements (triggers included), so that the
+    whole migration runs inside the caller's transaction."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                yield pending
+            pending = ""
+    if pending.strip() and not _only_comments(pending):
+        raise RuntimeError(f"incomplete SQL statement at the end of a migration: {pending!r}")
+
+
+def _only_comments(text: str) -> bool:
+    return all(not line.strip() or line.strip().startswith("--") for line in text.splitlines())

@@ -1,0 +1,94 @@
+"""Errors the engine raises for callers to act on. Every face maps them the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    field: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.problem}"
+
+
+def problem_body(error: str, problems: list[FieldProblem]) -> dict:
+    """The one error shape every HTTP face answers with (REST and the MCP endpoints):
+    `{"error", "message", "problems": [{"field", "problem"}]}`."""
+    return {
+        "error": error,
+        "message": "; ".join(str(p) for p in problems),
+        "problems": [{"field": p.field, "problem": p.problem} for p in problems],
+    }
+
+
+class InputError(ValueError):
+    """The caller sent something we will not store; nothing was changed."""
+
+    def __init__(self, problems: list[FieldProblem] | FieldProblem):
+        self.problems = problems if isinstance(problems, list) else [problems]
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+    @classmethod
+    def of(cls, field: str, problem: str) -> InputError:
+        return cls(FieldProblem(field, problem))
+
+
+class NotFound(LookupError):
+    """The thing asked for does not exist (for this entity)."""
+
+
+class Conflict(ValueError):
+    """The request clashes with what is already stored."""
+
+
+class BadUpstream(RuntimeError):
+    """A component the request needs (the LLM, say) answered, but unusably; nothing was
+    changed. A 502 over REST."""
+
+    def __init__(self, component: str, problem: str):
+        self.component = component
+        super().__init__(problem)
+
+
+class Unavailable(RuntimeError):
+    """A component the request needs (the graph, say) is down now; nothing was changed,
+    and the same request may succeed later."""
+
+    def __init__(self, component: str, problem: str):
+        self.component = component
+        super().__init__(problem)
+
+
+def field_path(loc: list | tuple) -> str:
+    """`("events", 0, "content")` -> `events[0].content`."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def describe(err: dict) -> str:
+    """A pydantic validation error as a problem a person can act on."""
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "missing":
+        return "required"
+    if kind == "json_invalid":
+        return f"invalid JSON: {(err.get('ctx') or {}).get('error', 'malformed')}"
+    return err["msg"].removeprefix("Value error, ")
+
+
+def from_validation(errors: list[dict], prefix: tuple = ()) -> InputError:
+    """Pydantic errors as one InputError; `prefix` is prepended to each location."""
+    problems = []
+    for err in errors:
+        loc = () if err["type"] == "json_invalid" else (*prefix, *err["loc"])
+        problems.append(FieldProblem(field_path(loc) or "body", describe(err)))
+    return InputError(problems)

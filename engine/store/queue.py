@@ -1,0 +1,349 @@
+"""The durable job queue: the heart of "nothing lost" for every derived layer.
+
+A job is enqueued in the same transaction as the event that causes it. Workers claim
+jobs with a lease and renew it while they run; a worker that dies leaves a lease that
+expires, and the job is claimed again. A job leaves the queue only as `done`, or as
+`dead` with its last error after `max_attempts`; in between it is `pending`, `running`,
+`retry` (with `next_attempt_at`, exponential backoff with jitter from tenacity) or
+`waiting` (its handler raised `Pause`: no LLM configured, a key refused). A pause stops
+the whole (entity, kind) instead of burning attempts, until `pps queue retry` or a
+restart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import tenacity
+from pydantic import BaseModel
+
+from engine.store import timestamps
+from engine.store.db import Database
+
+log = logging.getLogger("pps.queue")
+
+_RELEASE = "lease_owner = NULL, lease_expires_at = NULL"
+STATES = ("pending", "running", "done", "retry", "waiting", "dead")
+UNFINISHED = ("pending", "running", "retry", "waiting")
+
+
+class Pause(Exception):
+    """Raised by a handler when no retry can succeed until a person acts."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Job(BaseModel):
+    id: int
+    entity: str
+    kind: str
+    key: str
+    payload: dict[str, Any]
+    state: str
+    attempts: int
+    next_attempt_at: str | None
+    lease_owner: str | None
+    lease_expires_at: str | None
+    last_error: str | None
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row) -> Job:
+        return cls.model_validate({**dict(row), "payload": json.loads(row["payload"])})
+
+
+@dataclass(frozen=True)
+class Policy:
+    lease_s: float = 60.0
+    max_attempts: int = 8
+    backoff_initial_s: float = 2.0
+    backoff_max_s: float = 600.0
+    poll_s: float = 0.5
+
+    @classmethod
+    def from_settings(cls, settings) -> Policy:
+        return cls(
+            lease_s=settings.queue_lease_s,
+            max_attempts=settings.queue_max_attempts,
+            backoff_initial_s=settings.queue_backoff_initial_s,
+            backoff_max_s=settings.queue_backoff_max_s,
+            poll_s=settings.queue_poll_s,
+        )
+
+    def backoff(self, attempts: int) -> float:
+        """Seconds before the next attempt: exponential with jitter, capped."""
+        wait = tenacity.wait_exponential_jitter(
+            multiplier=self.backoff_initial_s, max=self.backoff_max_s, jitter=self.backoff_initial_s
+        )
+        state = tenacity.RetryCallState(None, None, (), {})
+        state.attempt_number = max(attempts, 1)
+        return min(wait(state), self.backoff_max_s)
+
+
+def enqueue(conn: sqlite3.Connection, entity: str, kind: str, key: str, payload: dict) -> None:
+    """Add a job inside the caller's write transaction; a repeated (entity, kind, key)
+    adds nothing."""
+    now = timestamps.now()
+    conn.execute(
+        "INSERT INTO jobs (entity, kind, key, payload, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (entity, kind, key) DO NOTHING",
+        (entity, kind, key, json.dumps(payload), now, now),
+    )
+
+
+def claim(db: Database, kind: str, owner: str, policy: Policy) -> Job | None:
+    """Take the oldest ready job of `kind` (pending, retry due, or lease expired)."""
+    while True:
+        now = _at()
+        with db.write() as conn:
+            row = conn.execute(
+                "UPDATE jobs SET state = 'running', lease_owner = ?, lease_expires_at = ?,"
+                " attempts = attempts + 1, updated_at = ?"
+                " WHERE id = (SELECT j.id FROM jobs j WHERE j.kind = ? AND ("
+                "   j.state = 'pending'"
+                "   OR (j.state = 'retry' AND j.next_attempt_at <= ?)"
+                "   OR (j.state = 'running' AND j.lease_expires_at <= ?))"
+                "  AND NOT EXISTS (SELECT 1 FROM queue_pauses p"
+                "   WHERE p.entity = j.entity AND p.kind = j.kind)"
+                "  ORDER BY j.id LIMIT 1)"
+                " RETURNING *",
+                (owner, _at(policy.lease_s), now, kind, now, now),
+            ).fetchone()
+            if row is None:
+                return None
+            job = Job.from_row(row)
+            if job.attempts <= policy.max_attempts:
+                return job
+            # Claimed more often than allowed: its workers kept dying (or it kept failing).
+            conn.execute(
+                f"UPDATE jobs SET state = 'dead', {_RELEASE},"
+                " last_error = COALESCE(last_error, ?), updated_at = ? WHERE id = ?",
+                (f"claimed {policy.max_attempts} times without finishing", now, job.id),
+            )
+
+
+def renew(db: Database, job: Job, owner: str, policy: Policy) -> bool:
+    """Extend the lease; False if the job is no longer ours (it was reclaimed)."""
+    with db.write() as conn:
+        return _mine(conn, job, owner, "lease_expires_at = ?", _at(policy.lease_s))
+
+
+def complete(db: Database, job: Job, owner: str) -> bool:
+    with db.write() as conn:
+        return _mine(conn, job, owner, f"state = 'done', last_error = NULL, {_RELEASE}")
+
+
+def fail(db: Database, job: Job, owner: str, error: BaseException, policy: Policy) -> str:
+    """Record a failed attempt: retry later with backoff, or dead after max_attempts."""
+    message = f"{type(error).__name__}: {error}"[:2000]
+    with db.write() as conn:
+        if job.attempts >= policy.max_attempts:
+            _mine(conn, job, owner, "state = 'dead', last_error = ?", message)
+            return "dead"
+        when = _at(policy.backoff(job.attempts))
+        _mine(
+            conn, job, owner, "state = 'retry', next_attempt_at = ?, last_error = ?", when, message
+        )
+        return "retry"
+
+
+def pause(db: Database, job: Job, owner: str, reason: str) -> None:
+    """The job waits and its (entity, kind) stops being claimed; the attempt is not counted."""
+    with db.write() as conn:
+        _mine(
+            conn, job, owner, "state = 'waiting', attempts = attempts - 1, last_error = ?", reason
+        )
+        conn.execute(
+            "INSERT INTO queue_pauses (entity, kind, reason, since) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (entity, kind) DO UPDATE SET reason = excluded.reason",
+            (job.entity, job.kind, reason, timestamps.now()),
+        )
+
+
+def retry(db: Database, entity: str | None = None, dead: bool = False) -> int:
+    """Put waiting and retry jobs (and dead ones, with `dead`, their attempts reset) back
+    to pending now, and lift pauses. Returns how many jobs were put back."""
+    return _requeue(db, ("retry", "waiting", "dead") if dead else ("retry", "waiting"), entity)
+
+
+def resume(db: Database) -> int:
+    """At start: settings may have changed since a pause, so lift them all once."""
+    return _requeue(db, ("waiting",), None)
+
+
+def _requeue(db: Database, states: tuple[str, ...], entity: str | None) -> int:
+    marks = ",".join("?" * len(states))
+    scope, params = ("entity = ?", [entity]) if entity else ("1 = 1", [])
+    with db.write() as conn:
+        conn.execute(f"DELETE FROM queue_pauses WHERE {scope}", params)
+        return conn.execute(
+            f"UPDATE jobs SET state = 'pending', next_attempt_at = NULL, {_RELEASE},"
+            " attempts = CASE state WHEN 'dead' THEN 0 ELSE attempts END, updated_at = ?"
+            f" WHERE state IN ({marks}) AND {scope}",
+            [timestamps.now(), *states, *params],
+        ).rowcount
+
+
+class DeadJob(BaseModel):
+    id: int
+    entity: str
+    kind: str
+    key: str
+    attempts: int
+    last_error: str | None
+    updated_at: str
+
+
+class Paused(BaseModel):
+    entity: str
+    kind: str
+    reason: str
+    since: str
+
+
+class QueueStatus(BaseModel):
+    counts: dict[str, int]
+    oldest_pending_age_s: float | None
+    dead: list[DeadJob]
+    paused: list[Paused]
+
+
+def status(db: Database, entity: str | None = None, dead_limit: int = 50) -> QueueStatus:
+    """Counts by state, the age of the oldest unfinished job, dead jobs and pauses."""
+    scope, params = ("WHERE entity = ?", [entity]) if entity else ("", [])
+    conn = db.conn
+    counts = dict.fromkeys(STATES, 0)
+    for row in conn.execute(f"SELECT state, COUNT(*) FROM jobs {scope} GROUP BY state", params):
+        counts[row[0]] = row[1]
+    unfinished = ",".join(f"'{s}'" for s in UNFINISHED)
+    oldest = conn.execute(
+        f"SELECT MIN(created_at) FROM jobs {scope or 'WHERE 1 = 1'} AND state IN ({unfinished})",
+        params,
+    ).fetchone()[0]
+    dead = conn.execute(
+        "SELECT id, entity, kind, key, attempts, last_error, updated_at FROM jobs"
+        f" {scope or 'WHERE 1 = 1'} AND state = 'dead' ORDER BY id DESC LIMIT ?",
+        [*params, dead_limit],
+    )
+    paused = conn.execute(f"SELECT * FROM queue_pauses {scope} ORDER BY since", params)
+    return QueueStatus(
+        counts=counts,
+        oldest_pending_age_s=_age(oldest),
+        dead=[DeadJob(**row) for row in dead],
+        paused=[Paused(**row) for row in paused],
+    )
+
+
+Handler = Callable[[Job], None]
+
+
+class Workers:
+    """Worker threads, each serving one job kind: claim, run with a renewed lease, record
+    the outcome. Started and stopped by engine.runtime with the server."""
+
+    def __init__(self, db: Database, policy: Policy):
+        self.db = db
+        self.policy = policy
+        self.owner = f"worker-{uuid.uuid4().hex[:8]}"
+        self._handlers: list[tuple[str, Handler, int]] = []
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._active: dict[int, Job] = {}
+        self._active_lock = threading.Lock()
+
+    def add(self, kind: str, handler: Handler, concurrency: int = 1) -> None:
+        self._handlers.append((kind, handler, concurrency))
+
+    def start(self) -> None:
+        self._spawn(self._keep_leases, "lease-keeper")
+        for kind, handler, concurrency in self._handlers:
+            for n in range(concurrency):
+                self._spawn(self._serve, f"{kind}-{n}", kind, handler)
+
+    def _spawn(self, target, name: str, *args) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads.clear()
+
+    def _serve(self, kind: str, handler: Handler) -> None:
+        while not self._stop.is_set():
+            try:
+                job = claim(self.db, kind, self.owner, self.policy)
+            except sqlite3.Error:
+                log.exception("claiming a %s job failed", kind)
+                job = None
+            if job is None:
+                self._stop.wait(self.policy.poll_s)
+                continue
+            self.run(job, handler)
+
+    def run(self, job: Job, handler: Handler) -> str:
+        """Run one claimed job to an outcome; returns the job's new state."""
+        with self._active_lock:
+            self._active[job.id] = job
+        try:
+            handler(job)
+        except Pause as exc:
+            pause(self.db, job, self.owner, exc.reason)
+            log.warning("%s job %s paused for %s: %s", job.kind, job.id, job.entity, exc.reason)
+            return "waiting"
+        except Exception as exc:
+            state = fail(self.db, job, self.owner, exc, self.policy)
+            log.warning("%s job %s failed (%s): %s", job.kind, job.id, state, exc)
+            return state
+        finally:
+            with self._active_lock:
+                self._active.pop(job.id, None)
+        if not complete(self.db, job, self.owner):
+            log.warning("%s job %s finished after its lease was lost", job.kind, job.id)
+        return "done"
+
+    def _keep_leases(self) -> None:
+        """Renew the lease of every running job a third of the way through it."""
+        while not self._stop.wait(self.policy.lease_s / 3):
+            with self._active_lock:
+                running = list(self._active.values())
+            for job in running:
+                try:
+                    renew(self.db, job, self.owner, self.policy)
+                except sqlite3.Error:
+                    log.exception("renewing the lease of job %s failed", job.id)
+
+
+def _mine(conn: sqlite3.Connection, job: Job, owner: str, assignments: str, *values) -> bool:
+    """Update a job only while this owner still holds its lease."""
+    return bool(
+        conn.execute(
+            f"UPDATE jobs SET {assignments}, updated_at = ?"
+            " WHERE id = ? AND lease_owner = ? AND state = 'running'",
+            (*values, timestamps.now(), job.id, owner),
+        ).rowcount
+    )
+
+
+def _at(seconds_from_now: float = 0.0) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=seconds_from_now)).strftime(timestamps.FORMAT)
+
+
+def _age(stamp: str | None) -> float | None:
+    if stamp is None:
+        return None
+    then = datetime.strptime(stamp, timestamps.FORMAT).replace(tzinfo=UTC)
+    return round((datetime.now(UTC) - then).total_seconds(), 3)

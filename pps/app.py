@@ -1,0 +1,155 @@
+"""The FastAPI application: lifespan, authentication, and one error shape for every face.
+
+Routes live in `engine.routes.*` and stay thin: parse, call one engine service, shape
+the answer. Every 4xx, 502 and 503 body is
+`{"error", "message", "problems": [{"field", "problem"}]}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+
+from engine.runtime import Runtime
+from engine.store.config import Settings
+from engine.store.db import Database
+from engine.store.errors import (
+    BadUpstream,
+    Conflict,
+    FieldProblem,
+    InputError,
+    NotFound,
+    Unavailable,
+    from_validation,
+)
+from mcp_bridge.mount import mount as mcp_mount
+from pps.rest import (
+    anchors,
+    crystals,
+    events,
+    files,
+    fragments,
+    health,
+    inventory,
+    queue,
+    recall,
+    search,
+    summaries,
+    texture,
+)
+from pps.rest.deps import Unauthorized, problem_response
+
+
+def create_app(settings: Settings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.db = Database.open(settings)
+        app.state.runtime = Runtime(settings, app.state.db)
+        app.state.runtime.start()
+        try:
+            async with serving_mcp():
+                yield
+        finally:
+            app.state.runtime.stop()
+            app.state.db.close()
+
+    app = FastAPI(
+        title="pps — Pattern Persistence Service",
+        version="0.1.0",
+        summary="One memory for every channel of an AI entity.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+    _add_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(events.router)
+    app.include_router(queue.router)
+    app.include_router(summaries.router)
+    app.include_router(inventory.router)
+    app.include_router(crystals.router)
+    app.include_router(recall.router)
+    app.include_router(texture.router)
+    app.include_router(search.router)
+    app.include_router(anchors.router)
+    app.include_router(fragments.router)
+    app.include_router(files.router)
+    serving_mcp = mcp_mount(app, settings.host)
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(InputError)
+    async def input_error(request: Request, exc: InputError):
+        return problem_response(422, "invalid_input", exc.problems)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        # FastAPI prefixes each location with where it was found: body, query, header.
+        errors = [{**e, "loc": e["loc"][1:]} for e in exc.errors()]
+        invalid_json = any(err["type"] == "json_invalid" for err in errors)
+        problems = from_validation(errors).problems
+        return problem_response(400 if invalid_json else 422, "invalid_input", problems)
+
+    @app.exception_handler(Unauthorized)
+    async def unauthorized(request: Request, exc: Unauthorized):
+        problems = [FieldProblem("Authorization", exc.problem)]
+        return problem_response(401, "unauthorized", problems, **{"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound):
+        return problem_response(404, "not_found", [FieldProblem("path", str(exc))])
+
+    @app.exception_handler(Conflict)
+    async def conflict(request: Request, exc: Conflict):
+        return problem_response(409, "conflict", [FieldProblem("body", str(exc))])
+
+    @app.exception_handler(BadUpstream)
+    async def bad_upstream(request: Request, exc: BadUpstream):
+        return problem_response(502, "bad_upstream", [FieldProblem(exc.component, str(exc))])
+
+    @app.exception_handler(Unavailable)
+    async def unavailable(request: Request, exc: Unavailable):
+        problems = [FieldProblem(exc.component, str(exc))]
+        return problem_response(503, "unavailable", problems, **{"Retry-After": "10"})
+
+
+class BodyLimit:
+    """Refuse request bodies over `max_bytes` with a 413 before any route reads them."""
+
+    def __init__(self, app, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await self._refuse(scope, receive, send)
+        received = 0
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _TooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope, receive, send):
+        problem = FieldProblem("body", f"request body over {self.max_bytes} bytes")
+        response = problem_response(413, "too_large", [problem])
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass

@@ -1,0 +1,5 @@
+"""`python -m engine.cli`: what tests, hooks and the stdio bridge spawn."""
+
+from pps.cli import main
+
+main()

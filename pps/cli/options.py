@@ -1,0 +1,39 @@
+"""What every command shares: the common options, the Settings they build, and how a
+command fails (one line on stderr, exit 1)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engine.store.config import Settings
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Where data lives [env: PPS_DATA_DIR, default: ./data]."),
+]
+Port = Annotated[
+    int | None, typer.Option("--port", help="Server port [env: PPS_PORT, default: 8000].")
+]
+EntityOpt = Annotated[str | None, typer.Option("--entity", help="Only this entity.")]
+Url = Annotated[
+    str | None,
+    typer.Option("--url", help="The service [env: PPS_URL, default: http://127.0.0.1:<port>]."),
+]
+TokenFile = Annotated[
+    Path | None, typer.Option("--token-file", help="Also write the token to this file (0600).")
+]
+
+
+def settings_for(**overrides) -> Settings:
+    """Settings from the environment and .env, with the given command-line values on top."""
+    os.umask(0o077)
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def fail(message: str) -> None:
+    typer.echo(f"pps: {message}", err=True)
+    raise typer.Exit(1)

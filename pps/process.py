@@ -1,0 +1,88 @@
+"""Run `pps serve` as a child process: used by tests and benchmarks, which talk to a
+real server over real HTTP, and can kill it the hard way."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerProcess:
+    """A `pps serve` child on 127.0.0.1 with its own data dir."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, env: dict[str, str] | None = None):
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.env = {**os.environ, **(env or {})}
+        self.proc: subprocess.Popen | None = None
+        self.log = self.data_dir.parent / f"serve-{self.port}.log"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def pps(self, *args: str) -> str:
+        """Run a `pps` command against this server's data dir; return its stdout."""
+        done = subprocess.run(
+            [sys.executable, "-m", "pps.cli", *args, "--data-dir", str(self.data_dir)],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout
+
+    def start(self, timeout: float = 30) -> ServerProcess:
+        command = [sys.executable, "-m", "pps.cli", "serve"]
+        command += ["--data-dir", str(self.data_dir), "--port", str(self.port)]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(command, env=self.env, stdout=log, stderr=log)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"pps serve exited with {self.proc.returncode}:\n{self.logs()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"pps serve did not become healthy in {timeout}s:\n{self.logs()}")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown handlers, no flushing; what was committed must survive."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def logs(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,82 @@
+"""What routes need from the app: the database, the settings, and the caller's entity."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from engine.capture import entities
+from engine.runtime import Runtime
+from engine.search.index import Index
+from engine.store.config import Settings
+from engine.store.db import Database
+from engine.store.errors import FieldProblem, InputError, problem_body
+
+
+class Unauthorized(Exception):
+    def __init__(self, problem: str):
+        self.problem = problem
+
+
+def get_db(request: Request) -> Database:
+    return request.app.state.db
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+_bearer = HTTPBearer(auto_error=False, description="The entity's token from `pps entity create`.")
+
+
+def current_entity(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """The entity the bearer token belongs to. The token is the only way to name one."""
+    if credentials is None:
+        raise Unauthorized("missing: send 'Authorization: Bearer <token>'")
+    entity = entities.authenticate(get_db(request), credentials.credentials)
+    if entity is None:
+        raise Unauthorized("unknown or revoked token")
+    _refuse_unknown_query(request)
+    return entity
+
+
+def _refuse_unknown_query(request: Request) -> None:
+    """A query parameter the route does not take is an error, not silently ignored: a
+    caller who adds `?entity=other` or misspells a filter must hear about it. What a
+    route takes is what its OpenAPI description lists (query models included)."""
+    route = request.scope.get("route")
+    if route is None or not request.query_params:
+        return
+    operation = request.app.openapi()["paths"][route.path_format][request.method.lower()]
+    takes = [p["name"] for p in operation.get("parameters", []) if p["in"] == "query"]
+    for name in request.query_params:
+        if name not in takes:
+            known = f"it takes {', '.join(takes)}" if takes else "it takes none"
+            raise InputError.of(name, f"unknown query parameter; {known}")
+
+
+def get_runtime(request: Request) -> Runtime:
+    return request.app.state.runtime
+
+
+def get_index(request: Request) -> Index:
+    return get_runtime(request).index
+
+
+DB = Annotated[Database, Depends(get_db)]
+CurrentEntity = Annotated[str, Depends(current_entity)]
+AppSettings = Annotated[Settings, Depends(get_settings)]
+SearchIndex = Annotated[Index, Depends(get_index)]
+AppRuntime = Annotated[Runtime, Depends(get_runtime)]
+
+
+def problem_response(status: int, error: str, problems: list[FieldProblem], **headers: str):
+    return JSONResponse(
+        status_code=status, content=problem_body(error, problems), headers=headers or None
+    )

@@ -1,0 +1,75 @@
+"""Layer 1 over REST: /v1/events, /v1/events/search, /v1/turns/around."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query
+from pydantic import BaseModel
+
+from engine.capture import events as capture
+from engine.capture.events import (
+    AroundQuery,
+    Event,
+    EventQuery,
+    Page,
+    Recorded,
+    SearchHit,
+    SearchQuery,
+)
+from pps.rest.deps import DB, AppRuntime, AppSettings, CurrentEntity
+
+router = APIRouter(prefix="/v1", tags=["events"])
+
+
+class Stored(BaseModel):
+    events: list[Recorded]
+    stored: int
+    duplicates: int
+
+
+@router.post("/events", summary="Capture one event or a list (all or nothing)")
+def post_events(
+    payload: Annotated[
+        Any,
+        Body(
+            description="One event object, or a list of them. See the EventIn schema.",
+            examples=[{"channel": "terminal", "author": "jeff", "content": "good morning"}],
+        ),
+    ],
+    entity: CurrentEntity,
+    db: DB,
+    settings: AppSettings,
+    runtime: AppRuntime,
+) -> Stored:
+    events = capture.parse_events(
+        payload, max_batch=settings.max_batch, max_content_bytes=settings.max_content_bytes
+    )
+    recorded = capture.record(db, entity, events, runtime.announce)
+    new = sum(not r.duplicate for r in recorded)
+    return Stored(events=recorded, stored=new, duplicates=len(recorded) - new)
+
+
+@router.get("/events", summary="Page through events, newest or oldest first")
+def list_events(query: Annotated[EventQuery, Query()], entity: CurrentEntity, db: DB) -> Page:
+    return capture.list_events(db, entity, query)
+
+
+class SearchResults(BaseModel):
+    results: list[SearchHit]
+
+
+@router.get("/events/search", summary="Full-text search over event content, ranked")
+def search_events(
+    query: Annotated[SearchQuery, Query()], entity: CurrentEntity, db: DB
+) -> SearchResults:
+    return SearchResults(results=capture.search_events(db, entity, query))
+
+
+class Turns(BaseModel):
+    events: list[Event]
+
+
+@router.get("/turns/around", summary="The conversation around a moment, oldest first")
+def turns_around(query: Annotated[AroundQuery, Query()], entity: CurrentEntity, db: DB) -> Turns:
+    return Turns(events=capture.turns_around(db, entity, query))

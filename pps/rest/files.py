@@ -1,0 +1,29 @@
+"""memory_get over REST: GET /v1/files, lines of a file in the entity's home."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.search import homes
+from engine.search.homes import FileLines
+from pps.rest.deps import CurrentEntity, SearchIndex
+
+router = APIRouter(prefix="/v1", tags=["files"])
+
+
+class FileQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(min_length=1, max_length=1024, description="Relative to your home.")
+    start: int = Field(1, ge=1, alias="from", description="First line, 1-based.")
+    lines: int | None = Field(None, ge=1, le=homes.MAX_READ_LINES, description="How many.")
+
+
+@router.get("/files", summary="Read lines of a file in your home (after a search hit)")
+def read(
+    query: Annotated[FileQuery, Query()], entity: CurrentEntity, index: SearchIndex
+) -> FileLines:
+    return homes.read_lines(index.home(entity), query.path, query.start, query.lines)

@@ -1,0 +1,99 @@
+"""Layer 5 over REST: inventory items and spaces."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.capture.events import CHANNEL_PATTERN
+from engine.inventory import items as inventory
+from engine.inventory.items import (
+    Category,
+    Item,
+    ItemIn,
+    Saved,
+    Space,
+    SpaceIn,
+    SpaceUpdate,
+    SpaceView,
+)
+from pps.rest.deps import DB, CurrentEntity
+
+router = APIRouter(prefix="/v1", tags=["inventory"])
+
+Name = Annotated[str, Query(min_length=1, max_length=200)]
+CategoryFilter = Annotated[str | None, Query(max_length=64)]
+
+
+class Items(BaseModel):
+    items: list[Item]
+
+
+class Categories(BaseModel):
+    categories: list[Category]
+
+
+class Spaces(BaseModel):
+    spaces: list[Space]
+
+
+class Enter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
+
+
+@router.get("/inventory", summary="Items, by category and subcategory")
+def inventory_list(
+    entity: CurrentEntity,
+    db: DB,
+    category: CategoryFilter = None,
+    subcategory: CategoryFilter = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Items:
+    return Items(items=inventory.list_items(db, entity, category, subcategory, limit))
+
+
+@router.post("/inventory", summary="Add an item (or update the one with that category and name)")
+def inventory_add(body: ItemIn, entity: CurrentEntity, db: DB) -> Saved:
+    return inventory.add(db, entity, body)
+
+
+@router.get("/inventory/categories", summary="Categories with counts and subcategories")
+def inventory_categories(entity: CurrentEntity, db: DB) -> Categories:
+    return Categories(categories=inventory.categories(db, entity))
+
+
+@router.get("/inventory/item", summary="One item by name")
+def inventory_get(
+    entity: CurrentEntity, db: DB, name: Name, category: CategoryFilter = None
+) -> Item:
+    return inventory.get(db, entity, name, category)
+
+
+@router.delete("/inventory/item", summary="Delete one item by name")
+def inventory_delete(
+    entity: CurrentEntity, db: DB, name: Name, category: CategoryFilter = None
+) -> Item:
+    return inventory.delete(db, entity, name, category)
+
+
+@router.get("/spaces", summary="Every space")
+def list_spaces(entity: CurrentEntity, db: DB) -> Spaces:
+    return Spaces(spaces=inventory.list_spaces(db, entity))
+
+
+@router.post("/spaces", summary="Add a space")
+def add_space(body: SpaceIn, entity: CurrentEntity, db: DB) -> Space:
+    return inventory.add_space(db, entity, body)
+
+
+@router.patch("/spaces/{name}", summary="Change a space's description or channel")
+def update_space(name: str, body: SpaceUpdate, entity: CurrentEntity, db: DB) -> Space:
+    return inventory.update_space(db, entity, name, body)
+
+
+@router.post("/spaces/{name}/enter", summary="Enter a space: its description and what is there")
+def enter_space(name: str, entity: CurrentEntity, db: DB, body: Enter | None = None) -> SpaceView:
+    return inventory.enter_space(db, entity, name, (body or Enter()).channel)

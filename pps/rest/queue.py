@@ -1,0 +1,31 @@
+"""The caller's own queue over REST: GET /v1/queue, POST /v1/queue/retry."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict
+
+from engine.store import queue
+from engine.store.queue import QueueStatus
+from pps.rest.deps import DB, CurrentEntity
+
+router = APIRouter(prefix="/v1/queue", tags=["queue"])
+
+
+@router.get("", summary="Jobs by state, the oldest unfinished job's age, dead jobs, pauses")
+def queue_status(entity: CurrentEntity, db: DB) -> QueueStatus:
+    return queue.status(db, entity)
+
+
+class RetryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dead: bool = False
+
+
+class Requeued(BaseModel):
+    requeued: int
+
+
+@router.post("/retry", summary="Put waiting and retrying jobs (and dead ones) back now")
+def queue_retry(entity: CurrentEntity, db: DB, body: RetryRequest | None = None) -> Requeued:
+    return Requeued(requeued=queue.retry(db, entity, dead=(body or RetryRequest()).dead))

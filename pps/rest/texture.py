@@ -1,0 +1,72 @@
+"""Layer 3, rich texture, over REST: /v1/texture/*."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from engine.graph import texture
+from engine.graph.texture import (
+    Accepted,
+    Deleted,
+    Exploration,
+    ExploreQuery,
+    NoteIn,
+    SearchQuery,
+    SearchResult,
+    Stats,
+    Timeline,
+    TimelineQuery,
+    TripletIn,
+)
+from pps.rest.deps import DB, AppRuntime, AppSettings, CurrentEntity
+
+router = APIRouter(prefix="/v1/texture", tags=["texture"])
+
+
+def _graph(request: Request):
+    """The running graph, or None when GRAPH_BACKEND=none."""
+    return request.app.state.runtime.graph
+
+
+Graph = Annotated[object, Depends(_graph)]
+
+
+@router.post("/search", summary="Facts relevant to a query, each traced to its events")
+def search(body: SearchQuery, entity: CurrentEntity, db: DB, graph: Graph) -> SearchResult:
+    return texture.search(graph, db, entity, body)
+
+
+@router.get("/explore", summary="An entity and the facts around it, up to `depth` hops")
+def explore(
+    query: Annotated[ExploreQuery, Query()], entity: CurrentEntity, db: DB, graph: Graph
+) -> Exploration:
+    return texture.explore(graph, db, entity, query)
+
+
+@router.get("/timeline", summary="Episodes newest first, with the facts each one gave")
+def timeline(
+    query: Annotated[TimelineQuery, Query()], entity: CurrentEntity, db: DB, graph: Graph
+) -> Timeline:
+    return texture.timeline(graph, db, entity, query)
+
+
+@router.post("", status_code=202, summary="Learn from a note (stored, then queued)")
+def add(body: NoteIn, entity: CurrentEntity, db: DB, runtime: AppRuntime) -> Accepted:
+    return texture.add(db, entity, body, runtime.announce)
+
+
+@router.post("/triplets", status_code=202, summary="Add a fact between two entities (queued)")
+def add_triplet(body: TripletIn, entity: CurrentEntity, db: DB, runtime: AppRuntime) -> Accepted:
+    return texture.add_triplet(db, entity, body, runtime.announce)
+
+
+@router.delete("/{uuid}", summary="Delete a fact, an entity or an episode from the graph")
+def delete(uuid: str, entity: CurrentEntity, db: DB, graph: Graph) -> Deleted:
+    return texture.delete(graph, db, entity, uuid)
+
+
+@router.get("/stats", summary="Ingestion: episodes, jobs, graph counts, today's LLM usage")
+def stats(entity: CurrentEntity, db: DB, settings: AppSettings, graph: Graph) -> Stats:
+    return texture.stats(graph, db, settings, entity)

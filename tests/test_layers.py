@@ -1,0 +1,188 @@
+"""The house keeps its shape: layers are folders, a lower layer never imports a higher one,
+the engine imports none of its faces, there is no import circle, and the client side
+(hooks, spool, Discord adapter, importers, the stdio bridge) loads nothing heavy.
+
+Imports are read from the source (every `import`, including those inside functions), so
+a lazy import cannot hide an upward dependency or a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("engine", "pps", "mcp_bridge", "ingest")
+
+# Inside engine/: the shared store, the LLM, the five layers, the seeds' contracts, recall,
+# and the runtime that wires them. A module may import its own rank or lower.
+ENGINE_RANKS = {
+    "engine.store": 0,
+    "engine.llm": 1,
+    "engine.capture": 2,
+    "engine.search": 3,
+    "engine.graph": 4,
+    "engine.crystal": 5,
+    "engine.inventory": 6,
+    "engine.contracts": 7,
+    "engine.recall": 8,
+    "engine.runtime": 9,
+    "engine.health": 9,
+}
+# Across the top-level packages: what each may import.
+MAY_IMPORT = {
+    "engine": {"engine"},
+    "ingest": {"ingest", "engine"},
+    "mcp_bridge": {"mcp_bridge", "engine"},
+    "pps": {"pps", "engine", "mcp_bridge", "ingest"},
+}
+HEAVY = [
+    "numpy",
+    "faiss",
+    "onnxruntime",
+    "fastembed",
+    "graphiti_core",
+    "openai",
+    "anthropic",
+    "fastapi",
+    "uvicorn",
+    "mcp",
+]
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The project modules `name` imports, anywhere in its source."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                base = f"{base}.{node.module}" if node.module else base
+            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for target in targets:
+            # `from engine.search import hybrid` names a module; `from x import Name` does not
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                out.add(target)
+    return out
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _rank(module: str) -> int | None:
+    for prefix, rank in ENGINE_RANKS.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return rank
+    return None
+
+
+def test_every_engine_module_sits_in_a_known_layer():
+    unplaced = [m for m in MODULES if m.startswith("engine.") and _rank(m) is None]
+    assert not unplaced, f"put these in a layer folder (or rank them here): {unplaced}"
+
+
+def test_no_layer_imports_a_higher_one():
+    upward = [
+        f"{m} (rank {_rank(m)}) imports {t} (rank {_rank(t)})"
+        for m, targets in GRAPH.items()
+        if _rank(m) is not None
+        for t in targets
+        if _rank(t) is not None and _rank(t) > _rank(m)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_the_engine_imports_none_of_its_faces():
+    wrong = [
+        f"{m} imports {t}"
+        for m, targets in GRAPH.items()
+        for t in targets
+        if t.split(".")[0] not in MAY_IMPORT[m.split(".")[0]]
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_circles():
+    circles, state = [], {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for target in sorted(GRAPH[module]):
+            if target == module.rpartition(".")[0]:
+                continue  # a package's own __init__ docstring, never code here
+            if state.get(target) == "open":
+                circles.append(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = "done"
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module, [module])
+    assert not circles, "\n".join(circles)
+
+
+def test_the_checker_sees_a_lazy_upward_import(tmp_path):
+    """A test that cannot fail is a defect: an import inside a function still counts."""
+    source = tmp_path / "probe.py"
+    source.write_text("def f():\n    from engine.recall import ambient\n")
+    MODULES["engine.store.probe"] = source
+    try:
+        assert "engine.recall.ambient" in _imports("engine.store.probe", source)
+    finally:
+        del MODULES["engine.store.probe"]
+
+
+CLIENT_SIDE = [
+    "ingest.client",
+    "ingest.spool",
+    "ingest.claude_code",
+    "ingest.claude_settings",
+    "ingest.discord",
+    "ingest.importers.claude_code",
+    "ingest.importers.discord_db",
+    "ingest.importers.journals",
+    "ingest.importers.openclaw",
+    "mcp_bridge.stdio",
+    "pps.cli",
+]
+
+
+@pytest.mark.parametrize("module", CLIENT_SIDE)
+def test_the_client_side_loads_nothing_heavy(module):
+    probe = (
+        f"import json, sys; import {module}; "
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    loaded = set(json.loads(done.stdout))
+    assert not loaded & set(HEAVY), f"{module} loads {sorted(loaded & set(HEAVY))}"
