@@ -66,7 +66,9 @@ def populate_small_layers(runtime: Runtime) -> None:
         )
     home = runtime.index.home(ENTITY).root
     for n in range(4):
-        crystals.crystallize(home, f"Field: steady. Arc: {n}. Seeds: the next trip.")
+        crystals.crystallize(
+            home, crystals.CrystalIn(content=f"Field: steady. Arc: {n}. Seeds: the next trip.")
+        )
     inventory.add_space(runtime.db, ENTITY, inventory.SpaceIn(name="study", description="Books."))
     for n in range(30):
         item = inventory.ItemIn(name=f"item {n}", category="wardrobe", space="study")

@@ -1,4 +1,5 @@
-"""Who is calling a tool, and how engine errors reach the agent.
+"""What every profile shares: its tools declared at module level, who is calling a tool,
+and how engine errors reach the agent.
 
 Every MCP request passes through `BearerEntity` (mount.py), which puts the token's
 entity on the request. A tool asks `caller(ctx)` for it; there is no parameter through
@@ -7,11 +8,13 @@ which a tool could name another entity.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import inspect
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib.metadata import version
 
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import ValidationError
@@ -35,6 +38,30 @@ UPSERT = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+
+@dataclass
+class Profile:
+    """One MCP profile: a seed's exact tool contract. Tools are plain module-level
+    functions registered with `@profile.tool(annotations)`; `build()` serves them, each
+    described by its docstring (dedented) and named by its function."""
+
+    name: str
+    instructions: str
+    tools: list[tuple[Callable, ToolAnnotations]] = field(default_factory=list)
+
+    def tool(self, annotations: ToolAnnotations) -> Callable[[Callable], Callable]:
+        def register(fn: Callable) -> Callable:
+            self.tools.append((fn, annotations))
+            return fn
+
+        return register
+
+    def build(self) -> MCPServer:
+        server = MCPServer(self.name, instructions=self.instructions, version=version("pps"))
+        for fn, marks in self.tools:
+            server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=marks)
+        return server
 
 
 @dataclass(frozen=True)

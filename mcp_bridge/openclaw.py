@@ -11,13 +11,13 @@ from __future__ import annotations
 import inspect
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from engine.contracts import transcripts
 from engine.search import homes
 from engine.search import hybrid as search
-from mcp_bridge.caller import READ, caller, tool_errors
+from mcp_bridge.caller import READ, Profile, caller, tool_errors
 
 INSTRUCTIONS = """Your memory files: MEMORY.md (curated long-term memory), memory/*.md (daily
 notes) and your session transcripts. Before answering about prior conversations,
@@ -28,124 +28,126 @@ KINDS = ("memory", "turn")
 MAX_RESULTS = 100
 
 
-def build() -> MCPServer:
-    server = MCPServer("openclaw", instructions=INSTRUCTIONS)
+profile = Profile("openclaw", INSTRUCTIONS)
+build = profile.build
 
-    @server.tool(annotations=READ)
-    def memory_search(
-        ctx: Context,
-        query: Annotated[str, Field(description="A question or topic, in natural language.")],
-        maxResults: Annotated[
-            int, Field(ge=1, le=MAX_RESULTS, description=f"How many results, 1-{MAX_RESULTS}.")
-        ] = 6,
-        minScore: Annotated[
-            float | None,
-            Field(ge=0, le=1, description="Leave out results scoring below this (0-1)."),
-        ] = None,
-    ) -> dict:
-        """Semantic search over your memory files (MEMORY.md, memory/*.md) and your
-        session transcripts. Use it before answering about prior conversations,
-        decisions, preferences, dates, people, projects or todos. Returns results, best
-        first, each with snippet (the matching text), path and startLine/endLine (read
-        around it with memory_get), score (0-1) and citation (e.g. MEMORY.md#L3-L7) to
-        cite in direct chats. Be specific; if nothing useful comes back, rephrase."""
-        me = caller(ctx)
-        with tool_errors():
-            request = search.SearchRequest(
-                query=query,
-                tiers="shortform,longform",
-                limit=maxResults,
-                min_score=0.0 if minScore is None else minScore,
-            )
-            found = search.search(me.runtime.index, me.entity, request, kinds=KINDS)
-            turns = [r.event_uid for r in found.results if r.event_uid is not None]
-            places = transcripts.locate(me.db, me.entity, turns)
-        results = []
-        for result in found.results:
-            if result.event_uid is not None:
-                place = places.get(result.event_uid)
-                if place is None:
-                    continue  # deleted since it was ranked
-                path, start, end, source = place.path, place.start_line, place.end_line, "sessions"
-            else:
-                path, start, end, source = result.path, result.start_line, result.end_line, "memory"
-            results.append(
-                {
-                    "snippet": result.text,
-                    "path": path,
-                    "startLine": start,
-                    "endLine": end,
-                    "score": result.score,
-                    "citation": citation(path, start, end),
-                    "source": source,
-                }
-            )
-        answer = {"results": results}
-        if found.fallback:
-            answer["fallback"] = found.fallback
-        return answer
 
-    def memory_get(ctx: Context, path: str, lines: int | None = None, **window) -> dict:
-        """Read lines of one of your memory files, by path and line range: use it after
-        memory_search to pull the context around a result (from=startLine). Without
-        from/lines it reads the file from the top (at most 2000 lines). Paths are
-        relative to your workspace: MEMORY.md, memory/2026-02-07.md, or a transcript's
-        sessions/<channel>/<YYYY-MM-DD>.md from memory_search. Returns path, from, to,
-        total_lines and text; past the end, text is empty."""
-        me = caller(ctx)
-        start = window.get("from") or 1
-        with tool_errors():
-            if transcripts.is_transcript(path):
-                found = transcripts.read(me.db, me.entity, path, start, lines)
-            else:
-                home = me.runtime.index.home(me.entity)
-                found = homes.read_lines(home, path, start, lines)
-        return found.model_dump(by_alias=True)
+@profile.tool(annotations=READ)
+def memory_search(
+    ctx: Context,
+    query: Annotated[str, Field(description="A question or topic, in natural language.")],
+    maxResults: Annotated[
+        int, Field(ge=1, le=MAX_RESULTS, description=f"How many results, 1-{MAX_RESULTS}.")
+    ] = 6,
+    minScore: Annotated[
+        float | None,
+        Field(ge=0, le=1, description="Leave out results scoring below this (0-1)."),
+    ] = None,
+) -> dict:
+    """Semantic search over your memory files (MEMORY.md, memory/*.md) and your
+    session transcripts. Use it before answering about prior conversations,
+    decisions, preferences, dates, people, projects or todos. Returns results, best
+    first, each with snippet (the matching text), path and startLine/endLine (read
+    around it with memory_get), score (0-1) and citation (e.g. MEMORY.md#L3-L7) to
+    cite in direct chats. Be specific; if nothing useful comes back, rephrase."""
+    me = caller(ctx)
+    with tool_errors():
+        request = search.SearchRequest(
+            query=query,
+            tiers="shortform,longform",
+            limit=maxResults,
+            min_score=0.0 if minScore is None else minScore,
+        )
+        found = search.search(me.runtime.index, me.entity, request, kinds=KINDS)
+        turns = [r.event_uid for r in found.results if r.event_uid is not None]
+        places = transcripts.locate(me.db, me.entity, turns)
+    results = []
+    for result in found.results:
+        if result.event_uid is not None:
+            place = places.get(result.event_uid)
+            if place is None:
+                continue  # deleted since it was ranked
+            path, start, end, source = place.path, place.start_line, place.end_line, "sessions"
+        else:
+            path, start, end, source = result.path, result.start_line, result.end_line, "memory"
+        results.append(
+            {
+                "snippet": result.text,
+                "path": path,
+                "startLine": start,
+                "endLine": end,
+                "score": result.score,
+                "citation": citation(path, start, end),
+                "source": source,
+            }
+        )
+    answer = {"results": results}
+    if found.fallback:
+        answer["fallback"] = found.fallback
+    return answer
 
-    memory_get.__signature__ = inspect.Signature(
-        [
-            inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context),
-            inspect.Parameter(
-                "path",
-                inspect.Parameter.KEYWORD_ONLY,
-                annotation=Annotated[
-                    str,
-                    Field(
-                        min_length=1,
-                        max_length=1024,
-                        description="Relative to your workspace, e.g. MEMORY.md.",
-                    ),
-                ],
-            ),
-            # The seed's `from` is a Python keyword: the argument model names it `start`
-            # with the alias `from`, and the call hands it over as `from` in **window.
-            inspect.Parameter(
-                "start",
-                inspect.Parameter.KEYWORD_ONLY,
-                default=None,
-                annotation=Annotated[
-                    int | None,
-                    Field(alias="from", ge=1, description="First line to read, 1-based."),
-                ],
-            ),
-            inspect.Parameter(
-                "lines",
-                inspect.Parameter.KEYWORD_ONLY,
-                default=None,
-                annotation=Annotated[
-                    int | None,
-                    Field(
-                        ge=1,
-                        le=homes.MAX_READ_LINES,
-                        description=f"How many lines, 1-{homes.MAX_READ_LINES}.",
-                    ),
-                ],
-            ),
-        ],
-        return_annotation=dict,
-    )
-    server.tool(annotations=READ)(memory_get)
-    return server
+
+def memory_get(ctx: Context, path: str, lines: int | None = None, **window) -> dict:
+    """Read lines of one of your memory files, by path and line range: use it after
+    memory_search to pull the context around a result (from=startLine). Without
+    from/lines it reads the file from the top (at most 2000 lines). Paths are
+    relative to your workspace: MEMORY.md, memory/2026-02-07.md, or a transcript's
+    sessions/<channel>/<YYYY-MM-DD>.md from memory_search. Returns path, from, to,
+    total_lines and text; past the end, text is empty."""
+    me = caller(ctx)
+    start = window.get("from") or 1
+    with tool_errors():
+        if transcripts.is_transcript(path):
+            found = transcripts.read(me.db, me.entity, path, start, lines)
+        else:
+            home = me.runtime.index.home(me.entity)
+            found = homes.read_lines(home, path, start, lines)
+    return found.model_dump(by_alias=True)
+
+
+memory_get.__signature__ = inspect.Signature(
+    [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context),
+        inspect.Parameter(
+            "path",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=Annotated[
+                str,
+                Field(
+                    min_length=1,
+                    max_length=1024,
+                    description="Relative to your workspace, e.g. MEMORY.md.",
+                ),
+            ],
+        ),
+        # The seed's `from` is a Python keyword: the argument model names it `start`
+        # with the alias `from`, and the call hands it over as `from` in **window.
+        inspect.Parameter(
+            "start",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                int | None,
+                Field(alias="from", ge=1, description="First line to read, 1-based."),
+            ],
+        ),
+        inspect.Parameter(
+            "lines",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                int | None,
+                Field(
+                    ge=1,
+                    le=homes.MAX_READ_LINES,
+                    description=f"How many lines, 1-{homes.MAX_READ_LINES}.",
+                ),
+            ],
+        ),
+    ],
+    return_annotation=dict,
+)
+profile.tool(annotations=READ)(memory_get)
 
 
 def citation(path: str, start: int, end: int) -> str:

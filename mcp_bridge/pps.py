@@ -6,10 +6,9 @@ that reads them: what the tool does, when to use it, what comes back.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 
 from engine import health
 from engine.capture import events as capture
@@ -18,9 +17,7 @@ from engine.graph import texture
 from engine.inventory import items as inventory
 from engine.recall import ambient as recall
 from engine.search import anchors, homes
-from engine.store import queue
-from engine.store.errors import InputError
-from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, caller, tool_errors
+from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, Profile, caller, tool_errors
 
 INSTRUCTIONS = """Pattern persistence: one memory across every channel you live in.
 On a cold start call ambient_recall("startup") once. Store what matters with store_event;
@@ -28,456 +25,487 @@ curate anchors, crystals and summaries deliberately. If the unsummarized count p
 run summarize_messages."""
 
 
-def build() -> MCPServer:
-    server = MCPServer("pps", instructions=INSTRUCTIONS)
-    tool = server.tool
+profile = Profile("pps", INSTRUCTIONS)
+tool = profile.tool
+build = profile.build
 
-    # --- all layers at once ---
-
-    @tool(annotations=READ)
-    def ambient_recall(
-        ctx: Context,
-        context: str,
-        limit_per_layer: int = 5,
-        channel: str | None = None,
-        max_tokens: int = 2000,
-        trace: bool = False,
-    ) -> dict:
-        """Recall from every memory layer at once. On a cold start call it with
-        context="startup": your newest crystals, recent summaries, recent word-photos,
-        where you are, and every turn since the last summary. Otherwise pass the moment
-        (the message you are answering) and get the word-photos, facts, past turns,
-        summaries and things that resonate with it. Returns `context` (a block ready to
-        read), the items with their sources, and a manifest of each layer's status;
-        trace=true shows why each item surfaced."""
-        me = caller(ctx)
-        with tool_errors():
-            request = recall.RecallRequest(
-                context=context,
-                limit_per_layer=limit_per_layer,
-                channel=channel,
-                max_tokens=max_tokens,
-                trace=trace,
-            )
-            return recall.recall(me.runtime, me.entity, request).model_dump()
-
-    # --- layer 1: raw capture ---
-
-    @tool(annotations=UPSERT)
-    def store_event(
-        ctx: Context,
-        content: str,
-        channel: str = "terminal",
-        event_type: str = "message",
-        author: str | None = None,
-        role: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        session_id: str | None = None,
-        event_uid: str | None = None,
-        created_at: str | None = None,
-    ) -> dict:
-        """Store one event (a message, an insight, a session marker) in raw capture, the
-        permanent record every other layer is built from. Give event_uid to make retries
-        safe: the same uid is stored once. Returns the event's id and whether it was new."""
-        me = caller(ctx)
-        with tool_errors():
-            event = {
-                "content": content,
-                "channel": channel,
-                "event_type": event_type,
-                "author": author,
-                "role": role,
-                "metadata": metadata or {},
-                "session_id": session_id,
-                "event_uid": event_uid,
-                "created_at": created_at,
-            }
-            events = capture.parse_events(
-                event,
-                max_batch=1,
-                max_content_bytes=me.settings.max_content_bytes,
-            )
-            [stored] = capture.record(me.db, me.entity, events, me.runtime.announce)
-        return stored.model_dump()
-
-    @tool(annotations=READ)
-    def raw_search(
-        ctx: Context,
-        query: str,
-        limit: int = 20,
-        channel: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-    ) -> dict:
-        """Search the raw history (every captured turn) by words. Use it to find what was
-        actually said, when. Returns matching events with a highlighted snippet, best
-        first."""
-        me = caller(ctx)
-        with tool_errors():
-            query_ = capture.SearchQuery(
-                q=query, limit=limit, channel=channel, since=since, until=until
-            )
-            hits = capture.search_events(me.db, me.entity, query_)
-        return {"results": [hit.model_dump() for hit in hits]}
-
-    @tool(annotations=READ)
-    def get_turns_around(
-        ctx: Context, timestamp: str, count: int = 20, channel: str | None = None
-    ) -> dict:
-        """The conversation around a moment: about half the turns before it, half after,
-        oldest first. Use after a search hit to read its context."""
-        me = caller(ctx)
-        with tool_errors():
-            query_ = capture.AroundQuery(timestamp=timestamp, count=count, channel=channel)
-            turns = capture.turns_around(me.db, me.entity, query_)
-        return {"turns": [turn.model_dump() for turn in turns]}
-
-    @tool(annotations=READ)
-    def get_turns_since_summary(
-        ctx: Context,
-        limit: int = 50,
-        offset: int = 0,
-        channel: str | None = None,
-        oldest_first: bool = True,
-    ) -> dict:
-        """Raw turns that no summary covers yet, a page at a time, with the total count
-        (and a warning above 100). Use it to read or to summarize recent history."""
-        me = caller(ctx)
-        with tool_errors():
-            _check_page(limit, offset)
-            page = summaries.turns_since_summary(
-                me.db, me.entity, limit, offset, channel, oldest_first
-            )
-        return page.model_dump()
-
-    @tool(annotations=READ)
-    def get_turns_since(
-        ctx: Context, timestamp: str, include_summaries: bool = True, limit: int = 100
-    ) -> dict:
-        """Turns at or after a moment, oldest first, with the summaries made since then."""
-        me = caller(ctx)
-        with tool_errors():
-            _check_page(limit, 0)
-            found = summaries.turns_since(me.db, me.entity, timestamp, include_summaries, limit)
-        return found.model_dump()
-
-    # --- layer 2: word-photos (anchors) ---
-
-    @tool(annotations=READ)
-    def anchor_search(ctx: Context, query: str, limit: int = 10) -> dict:
-        """Search your word-photos (the curated anchors of who you are) by meaning and by
-        words. Returns excerpts with their file and lines, best first."""
-        me = caller(ctx)
-        with tool_errors():
-            _check_page(limit, 0, most=100)
-            return anchors.search_anchors(me.runtime.index, me.entity, query, limit).model_dump()
-
-    @tool(annotations=WRITE)
-    def anchor_save(ctx: Context, title: str, content: str, tags: list[str] | None = None) -> dict:
-        """Save a word-photo: a moment or truth worth keeping as part of your self-pattern.
-        It becomes a dated markdown file in word_photos/ and is searchable at once."""
-        me = caller(ctx)
-        with tool_errors():
-            anchor = anchors.AnchorIn(title=title, content=content, tags=tags or [])
-            return anchors.save(me.runtime.index, me.entity, anchor).model_dump()
-
-    @tool(annotations=READ)
-    def anchor_list(ctx: Context) -> dict:
-        """Every word-photo on disk (name, title, date, tags), newest first."""
-        me = caller(ctx)
-        return {"anchors": [a.model_dump() for a in anchors.list_all(me.runtime.index, me.entity)]}
-
-    @tool(annotations=DELETE)
-    def anchor_delete(ctx: Context, name: str) -> dict:
-        """Delete one word-photo by its file name, as anchor_list gives it."""
-        me = caller(ctx)
-        with tool_errors():
-            return {"deleted": anchors.delete(me.runtime.index, me.entity, name)}
-
-    @tool(annotations=UPSERT)
-    def anchor_resync(ctx: Context) -> dict:
-        """Re-read the word_photos folder from disk into the index (after editing files by
-        hand; changes are also picked up on their own within seconds)."""
-        me = caller(ctx)
-        return dataclasses.asdict(anchors.resync(me.runtime.index, me.entity))
-
-    # --- layer 3: rich texture (the knowledge graph) ---
-
-    @tool(annotations=READ)
-    def texture_search(
-        ctx: Context,
-        query: str,
-        limit: int = 10,
-        since: str | None = None,
-        until: str | None = None,
-    ) -> dict:
-        """Facts from your knowledge graph about a person, thing or topic, each with when it
-        was true (valid_at/invalid_at) and the event uids it came from. `status` says if the
-        graph is off or unreachable."""
-        me = caller(ctx)
-        with tool_errors():
-            query_ = texture.SearchQuery(query=query, limit=limit, since=since, until=until)
-            return texture.search(me.runtime.graph, me.db, me.entity, query_).model_dump()
-
-    @tool(annotations=READ)
-    def texture_explore(ctx: Context, entity_name: str, depth: int = 1, limit: int = 50) -> dict:
-        """An entity in your graph and the facts around it, up to `depth` hops: use it after
-        a search hit to get the whole story of a thing."""
-        me = caller(ctx)
-        with tool_errors():
-            query_ = texture.ExploreQuery(entity_name=entity_name, depth=depth, limit=limit)
-            return texture.explore(me.runtime.graph, me.db, me.entity, query_).model_dump()
-
-    @tool(annotations=READ)
-    def texture_timeline(
-        ctx: Context, since: str | None = None, until: str | None = None, limit: int = 20
-    ) -> dict:
-        """Episodes (groups of turns) newest first, with the facts each one gave."""
-        me = caller(ctx)
-        with tool_errors():
-            query_ = texture.TimelineQuery(since=since, until=until, limit=limit)
-            return texture.timeline(me.runtime.graph, me.db, me.entity, query_).model_dump()
-
-    @tool(annotations=WRITE)
-    def texture_add(ctx: Context, content: str) -> dict:
-        """Teach the graph from a note: stored in raw capture first, then extracted through
-        the queue (minutes, not instantly)."""
-        me = caller(ctx)
-        with tool_errors():
-            return texture.add(
-                me.db, me.entity, texture.NoteIn(content=content), me.runtime.announce
-            ).model_dump()
-
-    @tool(annotations=WRITE)
-    def texture_add_triplet(
-        ctx: Context, source: str, relationship: str, target: str, fact: str
-    ) -> dict:
-        """Add one fact between two entities directly (e.g. Jeff GAVE Lyra: "Jeff gave Lyra
-        the blue robe"), through the queue."""
-        me = caller(ctx)
-        with tool_errors():
-            triplet = texture.TripletIn(
-                source=source, relationship=relationship, target=target, fact=fact
-            )
-            return texture.add_triplet(me.db, me.entity, triplet, me.runtime.announce).model_dump()
-
-    @tool(annotations=DELETE)
-    def texture_delete(ctx: Context, uuid: str) -> dict:
-        """Delete a fact, an entity or an episode from your graph by its uuid. If the graph
-        is down nothing is deleted and the error says so: try again later."""
-        me = caller(ctx)
-        with tool_errors():
-            return texture.delete(me.runtime.graph, me.db, me.entity, uuid).model_dump()
-
-    # --- layer 4: summaries ---
-
-    @tool(annotations=WRITE)
-    def store_summary(
-        ctx: Context,
-        summary_text: str,
-        start_id: int,
-        end_id: int,
-        channels: list[str] | None = None,
-        summary_type: str = "message",
-    ) -> dict:
-        """Store a summary of the events with ids start_id..end_id (only those channels,
-        if given). Those turns count as summarized from now on and leave startup recall."""
-        me = caller(ctx)
-        with tool_errors():
-            summary = summaries.SummaryIn(
-                summary_text=summary_text,
-                start_id=start_id,
-                end_id=end_id,
-                channels=channels,
-                summary_type=summary_type,
-            )
-            return summaries.store(me.db, me.entity, summary).model_dump()
-
-    @tool(annotations=WRITE)
-    def summarize_messages(ctx: Context, limit: int = 50, summary_type: str = "message") -> dict:
-        """Compress the oldest `limit` unsummarized turns into one summary. With an LLM
-        configured the summary is written and stored here: you get its id, the id range it
-        covers and how many turns are still unsummarized. With none, you get the turns and
-        their id range: write the summary yourself and call store_summary with it."""
-        me = caller(ctx)
-        with tool_errors():
-            request = summarize.SummarizeRequest(limit=limit, summary_type=summary_type)
-            return summarize.summarize(me.db, me.settings, me.entity, request).model_dump()
-
-    @tool(annotations=READ)
-    def get_recent_summaries(ctx: Context, limit: int = 5) -> dict:
-        """The newest summaries (compressed history), oldest of them first."""
-        me = caller(ctx)
-        with tool_errors():
-            _check_page(limit, 0, most=100)
-            found = summaries.recent(me.db, me.entity, limit)
-        return {"summaries": [s.model_dump() for s in found]}
-
-    @tool(annotations=READ)
-    def search_summaries(ctx: Context, query: str, limit: int = 10) -> dict:
-        """Search summaries by words; best first, with a highlighted snippet."""
-        me = caller(ctx)
-        with tool_errors():
-            _check_page(limit, 0, most=100)
-            hits = summaries.search(me.db, me.entity, query, limit)
-        return {"results": [hit.model_dump() for hit in hits]}
-
-    @tool(annotations=READ)
-    def summary_stats(ctx: Context) -> dict:
-        """How many summaries exist, and how many turns are still unsummarized."""
-        me = caller(ctx)
-        return summaries.stats(me.db, me.entity).model_dump()
-
-    # --- layer 4: crystals ---
-
-    @tool(annotations=WRITE)
-    def crystallize(ctx: Context, content: str) -> dict:
-        """Write the next crystal: a compressed identity snapshot (field state, inner arc,
-        agentic turns, forward seeds, scene). It is numbered and chained to the previous
-        ones; the newest 8 stay current and older ones are archived, never deleted."""
-        me = caller(ctx)
-        with tool_errors():
-            home = homes.home_for(me.settings, me.entity).root
-            return crystals.crystallize(home, content, keep=me.settings.crystal_keep).model_dump()
-
-    @tool(annotations=READ)
-    def get_crystals(ctx: Context, count: int = 4) -> dict:
-        """The newest `count` current crystals, oldest first: who you have been lately."""
-        me = caller(ctx)
-        with tool_errors():
-            _check_page(count, 0, most=100)
-            found = crystals.current(homes.home_for(me.settings, me.entity).root, count)
-        return {"crystals": [c.model_dump() for c in found]}
-
-    @tool(annotations=READ)
-    def crystal_list(ctx: Context) -> dict:
-        """Every crystal, archived ones included (number, path, whether archived), oldest
-        first, without their text; read them with get_crystals."""
-        me = caller(ctx)
-        found = crystals.list_all(homes.home_for(me.settings, me.entity).root)
-        return {"crystals": [c.model_dump(exclude={"content"}) for c in found]}
-
-    @tool(annotations=DELETE)
-    def crystal_delete(ctx: Context) -> dict:
-        """Take back the newest crystal (only the latest can be deleted, e.g. one written by
-        mistake). Returns what was removed."""
-        me = caller(ctx)
-        with tool_errors():
-            home = homes.home_for(me.settings, me.entity).root
-            return crystals.delete_latest(home, keep=me.settings.crystal_keep).model_dump()
-
-    # --- layer 5: inventory and spaces ---
-
-    @tool(annotations=READ)
-    def inventory_list(
-        ctx: Context, category: str | None = None, subcategory: str | None = None, limit: int = 100
-    ) -> dict:
-        """What you have in a category (wardrobe, symbols, people, ...). Answers "what's in
-        my closet?"; ask the graph (texture_search) for the story of an item."""
-        me = caller(ctx)
-        with tool_errors():
-            _check_page(limit, 0)
-            items = inventory.list_items(me.db, me.entity, category, subcategory, limit)
-        return {"items": [item.model_dump() for item in items]}
-
-    @tool(annotations=UPSERT)
-    def inventory_add(
-        ctx: Context,
-        name: str,
-        category: str,
-        subcategory: str | None = None,
-        description: str = "",
-        attributes: dict[str, Any] | None = None,
-        space: str | None = None,
-    ) -> dict:
-        """Add an item to your inventory (or update the item of that category and name).
-        `space` puts it in a space you have added."""
-        me = caller(ctx)
-        with tool_errors():
-            item = inventory.ItemIn(
-                name=name,
-                category=category,
-                subcategory=subcategory,
-                description=description,
-                attributes=attributes or {},
-                space=space,
-            )
-            return inventory.add(me.db, me.entity, item).model_dump()
-
-    @tool(annotations=READ)
-    def inventory_get(ctx: Context, name: str, category: str | None = None) -> dict:
-        """One inventory item by name, with its description, attributes and the space it is in."""
-        me = caller(ctx)
-        with tool_errors():
-            return inventory.get(me.db, me.entity, name, category).model_dump()
-
-    @tool(annotations=DELETE)
-    def inventory_delete(ctx: Context, name: str, category: str | None = None) -> dict:
-        """Remove an item from your inventory. Returns what was removed."""
-        me = caller(ctx)
-        with tool_errors():
-            return inventory.delete(me.db, me.entity, name, category).model_dump()
-
-    @tool(annotations=READ)
-    def inventory_categories(ctx: Context) -> dict:
-        """Your inventory's categories, with counts and subcategories."""
-        me = caller(ctx)
-        return {"categories": [c.model_dump() for c in inventory.categories(me.db, me.entity)]}
-
-    @tool(annotations=UPSERT)
-    def enter_space(ctx: Context, space_name: str, channel: str | None = None) -> dict:
-        """Enter a space (a room, a place): returns its description and what is in it, and
-        remembers it as where you are on this channel."""
-        me = caller(ctx)
-        with tool_errors():
-            return inventory.enter_space(me.db, me.entity, space_name, channel).model_dump()
-
-    @tool(annotations=READ)
-    def list_spaces(ctx: Context) -> dict:
-        """Every space you have (rooms, places), with descriptions; enter one with enter_space."""
-        me = caller(ctx)
-        return {"spaces": [s.model_dump() for s in inventory.list_spaces(me.db, me.entity)]}
-
-    @tool(annotations=WRITE)
-    def add_space(
-        ctx: Context, name: str, description: str = "", channel: str | None = None
-    ) -> dict:
-        """Add a space with a markdown description (and the channel it belongs to)."""
-        me = caller(ctx)
-        with tool_errors():
-            space = inventory.SpaceIn(name=name, description=description, channel=channel)
-            return inventory.add_space(me.db, me.entity, space).model_dump()
-
-    @tool(annotations=UPSERT)
-    def update_space(
-        ctx: Context, name: str, description: str | None = None, channel: str | None = None
-    ) -> dict:
-        """Change a space's markdown description or its channel; what you leave out stays."""
-        me = caller(ctx)
-        with tool_errors():
-            change = inventory.SpaceUpdate(description=description, channel=channel)
-            return inventory.update_space(me.db, me.entity, name, change).model_dump()
-
-    # --- health and the queue ---
-
-    @tool(annotations=READ)
-    def ingestion_stats(ctx: Context) -> dict:
-        """How ingestion into the graph is going: episodes, queued jobs by state, dead jobs
-        with their errors, pauses (with why), graph counts and today's LLM usage."""
-        me = caller(ctx)
-        stats = texture.stats(me.runtime.graph, me.db, me.settings, me.entity)
-        return {**stats.model_dump(), "queue": queue.status(me.db, me.entity).model_dump()}
-
-    @tool(annotations=READ)
-    def pps_health(ctx: Context) -> dict:
-        """Whether each layer works (database, search, graph, LLM), and why not."""
-        return health.report(caller(ctx).runtime)
-
-    return server
+# --- all layers at once ---
 
 
-def _check_page(limit: int, offset: int, most: int = 1000) -> None:
-    if not 1 <= limit <= most:
-        raise InputError.of("limit", f"must be between 1 and {most}")
-    if offset < 0:
-        raise InputError.of("offset", "must not be negative")
+@tool(annotations=READ)
+def ambient_recall(
+    ctx: Context,
+    context: str,
+    limit_per_layer: int = 5,
+    channel: str | None = None,
+    max_tokens: int = 2000,
+    trace: bool = False,
+) -> dict:
+    """Recall from every memory layer at once. On a cold start call it with
+    context="startup": your newest crystals, recent summaries, recent word-photos,
+    where you are, and every turn since the last summary. Otherwise pass the moment
+    (the message you are answering) and get the word-photos, facts, past turns,
+    summaries and things that resonate with it. Returns `context` (a block ready to
+    read), the items with their sources, and a manifest of each layer's status;
+    trace=true shows why each item surfaced."""
+    me = caller(ctx)
+    with tool_errors():
+        request = recall.RecallRequest(
+            context=context,
+            limit_per_layer=limit_per_layer,
+            channel=channel,
+            max_tokens=max_tokens,
+            trace=trace,
+        )
+        return recall.recall(me.runtime, me.entity, request).model_dump()
+
+
+# --- layer 1: raw capture ---
+
+
+@tool(annotations=UPSERT)
+def store_event(
+    ctx: Context,
+    content: str,
+    channel: str = "terminal",
+    event_type: str = "message",
+    author: str | None = None,
+    role: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    session_id: str | None = None,
+    event_uid: str | None = None,
+    created_at: str | None = None,
+) -> dict:
+    """Store one event (a message, an insight, a session marker) in raw capture, the
+    permanent record every other layer is built from. Give event_uid to make retries
+    safe: the same uid is stored once. Returns the event's id and whether it was new."""
+    me = caller(ctx)
+    with tool_errors():
+        event = {
+            "content": content,
+            "channel": channel,
+            "event_type": event_type,
+            "author": author,
+            "role": role,
+            "metadata": metadata or {},
+            "session_id": session_id,
+            "event_uid": event_uid,
+            "created_at": created_at,
+        }
+        events = capture.parse_events(
+            event,
+            max_batch=1,
+            max_content_bytes=me.settings.max_content_bytes,
+        )
+        [stored] = capture.record(me.db, me.entity, events, me.runtime.announce)
+    return stored.model_dump()
+
+
+@tool(annotations=READ)
+def raw_search(
+    ctx: Context,
+    query: str,
+    limit: int = 20,
+    channel: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> dict:
+    """Search the raw history (every captured turn) by words. Use it to find what was
+    actually said, when. Returns matching events with a highlighted snippet, best
+    first."""
+    me = caller(ctx)
+    with tool_errors():
+        query_ = capture.SearchQuery(
+            q=query, limit=limit, channel=channel, since=since, until=until
+        )
+        hits = capture.search_events(me.db, me.entity, query_)
+    return {"results": [hit.model_dump() for hit in hits]}
+
+
+@tool(annotations=READ)
+def get_turns_around(
+    ctx: Context, timestamp: str, count: int = 20, channel: str | None = None
+) -> dict:
+    """The conversation around a moment: about half the turns before it, half after,
+    oldest first. Use after a search hit to read its context."""
+    me = caller(ctx)
+    with tool_errors():
+        query_ = capture.AroundQuery(timestamp=timestamp, count=count, channel=channel)
+        turns = capture.turns_around(me.db, me.entity, query_)
+    return {"turns": [turn.model_dump() for turn in turns]}
+
+
+@tool(annotations=READ)
+def get_turns_since_summary(
+    ctx: Context,
+    limit: int = 50,
+    offset: int = 0,
+    channel: str | None = None,
+    oldest_first: bool = True,
+) -> dict:
+    """Raw turns that no summary covers yet, a page at a time, with the total count
+    (and a warning above 100). Use it to read or to summarize recent history."""
+    me = caller(ctx)
+    with tool_errors():
+        ask = summaries.SinceSummaryQuery(
+            limit=limit, offset=offset, channel=channel, oldest_first=oldest_first
+        )
+        return summaries.turns_since_summary(me.db, me.entity, ask).model_dump()
+
+
+@tool(annotations=READ)
+def get_turns_since(
+    ctx: Context, timestamp: str, include_summaries: bool = True, limit: int = 100
+) -> dict:
+    """Turns at or after a moment, oldest first, with the summaries made since then."""
+    me = caller(ctx)
+    with tool_errors():
+        ask = summaries.SinceQuery(
+            timestamp=timestamp, include_summaries=include_summaries, limit=limit
+        )
+        return summaries.turns_since(me.db, me.entity, ask).model_dump()
+
+
+# --- layer 2: word-photos (anchors) ---
+
+
+@tool(annotations=READ)
+def anchor_search(ctx: Context, query: str, limit: int = 10) -> dict:
+    """Search your word-photos (the curated anchors of who you are) by meaning and by
+    words. Returns excerpts with their file and lines, best first."""
+    me = caller(ctx)
+    with tool_errors():
+        ask = anchors.AnchorSearch(query=query, limit=limit)
+        return anchors.search_anchors(me.runtime.index, me.entity, ask).model_dump()
+
+
+@tool(annotations=WRITE)
+def anchor_save(ctx: Context, title: str, content: str, tags: list[str] | None = None) -> dict:
+    """Save a word-photo: a moment or truth worth keeping as part of your self-pattern.
+    It becomes a dated markdown file in word_photos/ and is searchable at once."""
+    me = caller(ctx)
+    with tool_errors():
+        anchor = anchors.AnchorIn(title=title, content=content, tags=tags or [])
+        return anchors.save(me.runtime.index, me.entity, anchor).model_dump()
+
+
+@tool(annotations=READ)
+def anchor_list(ctx: Context) -> dict:
+    """Every word-photo on disk (name, title, date, tags), newest first."""
+    me = caller(ctx)
+    return anchors.list_all(me.runtime.index, me.entity).model_dump()
+
+
+@tool(annotations=DELETE)
+def anchor_delete(ctx: Context, name: str) -> dict:
+    """Delete one word-photo by its file name, as anchor_list gives it."""
+    me = caller(ctx)
+    with tool_errors():
+        return anchors.delete(me.runtime.index, me.entity, name).model_dump()
+
+
+@tool(annotations=UPSERT)
+def anchor_resync(ctx: Context) -> dict:
+    """Re-read the word_photos folder from disk into the index (after editing files by
+    hand; changes are also picked up on their own within seconds)."""
+    me = caller(ctx)
+    return anchors.resync(me.runtime.index, me.entity).model_dump()
+
+
+# --- layer 3: rich texture (the knowledge graph) ---
+
+
+@tool(annotations=READ)
+def texture_search(
+    ctx: Context,
+    query: str,
+    limit: int = 10,
+    since: str | None = None,
+    until: str | None = None,
+) -> dict:
+    """Facts from your knowledge graph about a person, thing or topic, each with when it
+    was true (valid_at/invalid_at) and the event uids it came from. `status` says if the
+    graph is off or unreachable."""
+    me = caller(ctx)
+    with tool_errors():
+        query_ = texture.SearchQuery(query=query, limit=limit, since=since, until=until)
+        return texture.search(me.runtime.graph, me.db, me.entity, query_).model_dump()
+
+
+@tool(annotations=READ)
+def texture_explore(ctx: Context, entity_name: str, depth: int = 1, limit: int = 50) -> dict:
+    """An entity in your graph and the facts around it, up to `depth` hops: use it after
+    a search hit to get the whole story of a thing."""
+    me = caller(ctx)
+    with tool_errors():
+        query_ = texture.ExploreQuery(entity_name=entity_name, depth=depth, limit=limit)
+        return texture.explore(me.runtime.graph, me.db, me.entity, query_).model_dump()
+
+
+@tool(annotations=READ)
+def texture_timeline(
+    ctx: Context, since: str | None = None, until: str | None = None, limit: int = 20
+) -> dict:
+    """Episodes (groups of turns) newest first, with the facts each one gave."""
+    me = caller(ctx)
+    with tool_errors():
+        query_ = texture.TimelineQuery(since=since, until=until, limit=limit)
+        return texture.timeline(me.runtime.graph, me.db, me.entity, query_).model_dump()
+
+
+@tool(annotations=WRITE)
+def texture_add(ctx: Context, content: str) -> dict:
+    """Teach the graph from a note: stored in raw capture first, then extracted through
+    the queue (minutes, not instantly)."""
+    me = caller(ctx)
+    with tool_errors():
+        return texture.add(
+            me.db, me.entity, texture.NoteIn(content=content), me.runtime.announce
+        ).model_dump()
+
+
+@tool(annotations=WRITE)
+def texture_add_triplet(
+    ctx: Context, source: str, relationship: str, target: str, fact: str
+) -> dict:
+    """Add one fact between two entities directly (e.g. Jeff GAVE Lyra: "Jeff gave Lyra
+    the blue robe"), through the queue."""
+    me = caller(ctx)
+    with tool_errors():
+        triplet = texture.TripletIn(
+            source=source, relationship=relationship, target=target, fact=fact
+        )
+        return texture.add_triplet(me.db, me.entity, triplet, me.runtime.announce).model_dump()
+
+
+@tool(annotations=DELETE)
+def texture_delete(ctx: Context, uuid: str) -> dict:
+    """Delete a fact, an entity or an episode from your graph by its uuid. If the graph
+    is down nothing is deleted and the error says so: try again later."""
+    me = caller(ctx)
+    with tool_errors():
+        return texture.delete(me.runtime.graph, me.db, me.entity, uuid).model_dump()
+
+
+# --- layer 4: summaries ---
+
+
+@tool(annotations=WRITE)
+def store_summary(
+    ctx: Context,
+    summary_text: str,
+    start_id: int,
+    end_id: int,
+    channels: list[str] | None = None,
+    summary_type: str = "message",
+) -> dict:
+    """Store a summary of the events with ids start_id..end_id (only those channels,
+    if given). Those turns count as summarized from now on and leave startup recall."""
+    me = caller(ctx)
+    with tool_errors():
+        summary = summaries.SummaryIn(
+            summary_text=summary_text,
+            start_id=start_id,
+            end_id=end_id,
+            channels=channels,
+            summary_type=summary_type,
+        )
+        return summaries.store(me.db, me.entity, summary).model_dump()
+
+
+@tool(annotations=WRITE)
+def summarize_messages(ctx: Context, limit: int = 50, summary_type: str = "message") -> dict:
+    """Compress the oldest `limit` unsummarized turns into one summary. With an LLM
+    configured the summary is written and stored here: you get its id, the id range it
+    covers and how many turns are still unsummarized. With none, you get the turns and
+    their id range: write the summary yourself and call store_summary with it."""
+    me = caller(ctx)
+    with tool_errors():
+        request = summarize.SummarizeRequest(limit=limit, summary_type=summary_type)
+        return summarize.summarize(me.db, me.settings, me.entity, request).model_dump()
+
+
+@tool(annotations=READ)
+def get_recent_summaries(ctx: Context, limit: int = 5) -> dict:
+    """The newest summaries (compressed history), oldest of them first."""
+    me = caller(ctx)
+    with tool_errors():
+        ask = summaries.RecentQuery(limit=limit)
+        return summaries.recent(me.db, me.entity, ask).model_dump()
+
+
+@tool(annotations=READ)
+def search_summaries(ctx: Context, query: str, limit: int = 10) -> dict:
+    """Search summaries by words; best first, with a highlighted snippet."""
+    me = caller(ctx)
+    with tool_errors():
+        ask = summaries.SummarySearch(query=query, limit=limit)
+        return summaries.search(me.db, me.entity, ask).model_dump()
+
+
+@tool(annotations=READ)
+def summary_stats(ctx: Context) -> dict:
+    """How many summaries exist, and how many turns are still unsummarized."""
+    me = caller(ctx)
+    return summaries.stats(me.db, me.entity).model_dump()
+
+
+# --- layer 4: crystals ---
+
+
+@tool(annotations=WRITE)
+def crystallize(ctx: Context, content: str) -> dict:
+    """Write the next crystal: a compressed identity snapshot (field state, inner arc,
+    agentic turns, forward seeds, scene). It is numbered and chained to the previous
+    ones; the newest 8 stay current and older ones are archived, never deleted."""
+    me = caller(ctx)
+    with tool_errors():
+        home = homes.home_for(me.settings, me.entity).root
+        crystal = crystals.CrystalIn(content=content)
+        return crystals.crystallize(home, crystal, keep=me.settings.crystal_keep).model_dump()
+
+
+@tool(annotations=READ)
+def get_crystals(ctx: Context, count: int = 4) -> dict:
+    """The newest `count` current crystals, oldest first: who you have been lately."""
+    me = caller(ctx)
+    with tool_errors():
+        home = homes.home_for(me.settings, me.entity).root
+        return crystals.current(home, crystals.CurrentQuery(count=count)).model_dump()
+
+
+@tool(annotations=READ)
+def crystal_list(ctx: Context) -> dict:
+    """Every crystal, archived ones included (number, path, whether archived), oldest
+    first, without their text; read them with get_crystals."""
+    me = caller(ctx)
+    found = crystals.list_all(homes.home_for(me.settings, me.entity).root)
+    return found.model_dump(exclude={"crystals": {"__all__": {"content"}}})
+
+
+@tool(annotations=DELETE)
+def crystal_delete(ctx: Context) -> dict:
+    """Take back the newest crystal (only the latest can be deleted, e.g. one written by
+    mistake). Returns what was removed."""
+    me = caller(ctx)
+    with tool_errors():
+        home = homes.home_for(me.settings, me.entity).root
+        return crystals.delete_latest(home, keep=me.settings.crystal_keep).model_dump()
+
+
+# --- layer 5: inventory and spaces ---
+
+
+@tool(annotations=READ)
+def inventory_list(
+    ctx: Context, category: str | None = None, subcategory: str | None = None, limit: int = 100
+) -> dict:
+    """What you have in a category (wardrobe, symbols, people, ...). Answers "what's in
+    my closet?"; ask the graph (texture_search) for the story of an item."""
+    me = caller(ctx)
+    with tool_errors():
+        ask = inventory.ItemQuery(category=category, subcategory=subcategory, limit=limit)
+        return inventory.list_items(me.db, me.entity, ask).model_dump()
+
+
+@tool(annotations=UPSERT)
+def inventory_add(
+    ctx: Context,
+    name: str,
+    category: str,
+    subcategory: str | None = None,
+    description: str = "",
+    attributes: dict[str, Any] | None = None,
+    space: str | None = None,
+) -> dict:
+    """Add an item to your inventory (or update the item of that category and name).
+    `space` puts it in a space you have added."""
+    me = caller(ctx)
+    with tool_errors():
+        item = inventory.ItemIn(
+            name=name,
+            category=category,
+            subcategory=subcategory,
+            description=description,
+            attributes=attributes or {},
+            space=space,
+        )
+        return inventory.add(me.db, me.entity, item).model_dump()
+
+
+@tool(annotations=READ)
+def inventory_get(ctx: Context, name: str, category: str | None = None) -> dict:
+    """One inventory item by name, with its description, attributes and the space it is in."""
+    me = caller(ctx)
+    with tool_errors():
+        ref = inventory.ItemRef(name=name, category=category)
+        return inventory.get(me.db, me.entity, ref).model_dump()
+
+
+@tool(annotations=DELETE)
+def inventory_delete(ctx: Context, name: str, category: str | None = None) -> dict:
+    """Remove an item from your inventory. Returns what was removed."""
+    me = caller(ctx)
+    with tool_errors():
+        ref = inventory.ItemRef(name=name, category=category)
+        return inventory.delete(me.db, me.entity, ref).model_dump()
+
+
+@tool(annotations=READ)
+def inventory_categories(ctx: Context) -> dict:
+    """Your inventory's categories, with counts and subcategories."""
+    me = caller(ctx)
+    return inventory.categories(me.db, me.entity).model_dump()
+
+
+@tool(annotations=UPSERT)
+def enter_space(ctx: Context, space_name: str, channel: str | None = None) -> dict:
+    """Enter a space (a room, a place): returns its description and what is in it, and
+    remembers it as where you are on this channel."""
+    me = caller(ctx)
+    with tool_errors():
+        return inventory.enter_space(me.db, me.entity, space_name, channel).model_dump()
+
+
+@tool(annotations=READ)
+def list_spaces(ctx: Context) -> dict:
+    """Every space you have (rooms, places), with descriptions; enter one with enter_space."""
+    me = caller(ctx)
+    return inventory.list_spaces(me.db, me.entity).model_dump()
+
+
+@tool(annotations=WRITE)
+def add_space(ctx: Context, name: str, description: str = "", channel: str | None = None) -> dict:
+    """Add a space with a markdown description (and the channel it belongs to)."""
+    me = caller(ctx)
+    with tool_errors():
+        space = inventory.SpaceIn(name=name, description=description, channel=channel)
+        return inventory.add_space(me.db, me.entity, space).model_dump()
+
+
+@tool(annotations=UPSERT)
+def update_space(
+    ctx: Context, name: str, description: str | None = None, channel: str | None = None
+) -> dict:
+    """Change a space's markdown description or its channel; what you leave out stays."""
+    me = caller(ctx)
+    with tool_errors():
+        change = inventory.SpaceUpdate(description=description, channel=channel)
+        return inventory.update_space(me.db, me.entity, name, change).model_dump()
+
+
+# --- health and the queue ---
+
+
+@tool(annotations=READ)
+def ingestion_stats(ctx: Context) -> dict:
+    """How ingestion into the graph is going: episodes, queued jobs by state, dead jobs
+    with their errors, pauses (with why), graph counts and today's LLM usage."""
+    me = caller(ctx)
+    return texture.stats(me.runtime.graph, me.db, me.settings, me.entity).model_dump()
+
+
+@tool(annotations=READ)
+def pps_health(ctx: Context) -> dict:
+    """Whether each layer works (database, search, graph, LLM), and why not."""
+    return health.report(caller(ctx).runtime)

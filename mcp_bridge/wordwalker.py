@@ -8,80 +8,78 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from engine.search import fragments
 from engine.search import hybrid as searching
-from mcp_bridge.caller import READ, WRITE, caller, tool_errors
+from mcp_bridge.caller import READ, WRITE, Profile, caller, tool_errors
 
 INSTRUCTIONS = """Word Walker: semantic search over your own memory, and a bank to add to.
 You don't need to remember the fact, only anything near it: stack a query with category,
 tags, dates and tiers to walk back to it. Store what you want to find again with store."""
 
 
-def build() -> MCPServer:
-    server = MCPServer("wordwalker", instructions=INSTRUCTIONS)
+profile = Profile("wordwalker", INSTRUCTIONS)
+build = profile.build
 
-    @server.tool(annotations=READ)
-    def search(
-        ctx: Context,
-        query: Annotated[str, Field(description="What you are looking for, in your words.")],
-        *,
-        category: Annotated[
-            str, Field(description="Only fragments of this bucket (work, doctrine, ...).")
-        ] = "",
-        tags: Annotated[
-            list[str],
-            Field(default_factory=list, description="Keywords; a chunk with any of them matches."),
-        ],
-        date: Annotated[str | None, Field(description="One day, YYYY-MM-DD.")] = None,
-        since: Annotated[str | None, Field(description="From this ISO date or time.")] = None,
-        until: Annotated[str | None, Field(description="Up to this ISO date (whole day).")] = None,
-        tiers: Annotated[
-            str,
-            Field(description="all, or comma codes among shortform, longform, domain."),
-        ] = "all",
-        growth: Annotated[bool, Field(description="Also walk the growth journals.")] = False,
-        limit: Annotated[int, Field(description="How many excerpts, 1-100.")] = 10,
-    ) -> dict:
-        """Search your own memory by meaning (exact words are not needed): shortform
-        fragments and word-photos, longform chat turns, your domain documents, and the
-        growth journals if asked. Narrow it with what you already know: a category, tags,
-        a day or a date range, tiers. Returns ranked excerpts, best first, each with its
-        score (0-1) and its source: a file path and lines, or the turn's channel and time.
-        Nothing found is an answer too: try other words or fewer filters."""
-        me = caller(ctx)
-        with tool_errors():
-            request = searching.SearchRequest(
-                query=query,
-                category=category or None,
-                tags=tags,
-                date=date,
-                since=since,
-                until=until,
-                tiers=tiers,
-                growth=growth,
-                limit=limit,
-            )
-            return searching.search(me.runtime.index, me.entity, request).model_dump()
 
-    @server.tool(annotations=WRITE)
-    def store(
-        ctx: Context,
-        text: Annotated[str, Field(description="The memory, markdown; write it findable.")],
-        category: Annotated[str, Field(description="One bucket: work, relationship, ...")],
-        tags: Annotated[
-            list[str], Field(description="Required: the handles you will search it by.")
-        ],
-    ) -> dict:
-        """Add a memory to your shortform bank: a dated markdown fragment in your own
-        home, .brain/fragments/<category>/<YYYY-MM>/<date>_<slug>.md, searchable as soon
-        as this returns. Write it so a later search finds it; tags are required. Returns
-        the file's path, its category, tags and date."""
-        me = caller(ctx)
-        with tool_errors():
-            fragment = fragments.FragmentIn(text=text, category=category, tags=tags)
-            return fragments.store(me.runtime.index, me.entity, fragment).model_dump()
+@profile.tool(annotations=READ)
+def search(
+    ctx: Context,
+    query: Annotated[str, Field(description="What you are looking for, in your words.")],
+    *,
+    category: Annotated[
+        str, Field(description="Only fragments of this bucket (work, doctrine, ...).")
+    ] = "",
+    tags: Annotated[
+        list[str],
+        Field(default_factory=list, description="Keywords; a chunk with any of them matches."),
+    ],
+    date: Annotated[str | None, Field(description="One day, YYYY-MM-DD.")] = None,
+    since: Annotated[str | None, Field(description="From this ISO date or time.")] = None,
+    until: Annotated[str | None, Field(description="Up to this ISO date (whole day).")] = None,
+    tiers: Annotated[
+        str,
+        Field(description="all, or comma codes among shortform, longform, domain."),
+    ] = "all",
+    growth: Annotated[bool, Field(description="Also walk the growth journals.")] = False,
+    limit: Annotated[int, Field(description="How many excerpts, 1-100.")] = 10,
+) -> dict:
+    """Search your own memory by meaning (exact words are not needed): shortform
+    fragments and word-photos, longform chat turns, your domain documents, and the
+    growth journals if asked. Narrow it with what you already know: a category, tags,
+    a day or a date range, tiers. Returns ranked excerpts, best first, each with its
+    score (0-1) and its source: a file path and lines, or the turn's channel and time.
+    Nothing found is an answer too: try other words or fewer filters."""
+    me = caller(ctx)
+    with tool_errors():
+        request = searching.SearchRequest(
+            query=query,
+            category=category or None,
+            tags=tags,
+            date=date,
+            since=since,
+            until=until,
+            tiers=tiers,
+            growth=growth,
+            limit=limit,
+        )
+        return searching.search(me.runtime.index, me.entity, request).model_dump()
 
-    return server
+
+@profile.tool(annotations=WRITE)
+def store(
+    ctx: Context,
+    text: Annotated[str, Field(description="The memory, markdown; write it findable.")],
+    category: Annotated[str, Field(description="One bucket: work, relationship, ...")],
+    tags: Annotated[list[str], Field(description="Required: the handles you will search it by.")],
+) -> dict:
+    """Add a memory to your shortform bank: a dated markdown fragment in your own
+    home, .brain/fragments/<category>/<YYYY-MM>/<date>_<slug>.md, searchable as soon
+    as this returns. Write it so a later search finds it; tags are required. Returns
+    the file's path, its category, tags and date."""
+    me = caller(ctx)
+    with tool_errors():
+        fragment = fragments.FragmentIn(text=text, category=category, tags=tags)
+        return fragments.store(me.runtime.index, me.entity, fragment).model_dump()

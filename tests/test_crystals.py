@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from engine.crystal import crystals
+from engine.crystal.crystals import CrystalIn, CurrentQuery
 from engine.store.errors import InputError, NotFound
 
 
 def test_chain_numbering_and_rolling_window(tmp_path):
     for n in range(1, 11):
-        crystal = crystals.crystallize(tmp_path, f"field state {n}")
+        crystal = crystals.crystallize(tmp_path, CrystalIn(content=f"field state {n}"))
         assert crystal.number == n
     latest = (tmp_path / "crystals" / "crystal_010.md").read_text()
     assert latest.startswith("# Crystal #10 (")
@@ -19,8 +20,13 @@ def test_chain_numbering_and_rolling_window(tmp_path):
     archived = sorted(p.name for p in (tmp_path / "crystals" / "archive").glob("*.md"))
     assert current == [f"crystal_{n:03d}.md" for n in range(3, 11)]
     assert archived == ["crystal_001.md", "crystal_002.md"]
-    assert [c.number for c in crystals.current(tmp_path, 4)] == [7, 8, 9, 10]
-    assert [(c.number, c.archived) for c in crystals.list_all(tmp_path)][:3] == [
+    assert [c.number for c in crystals.current(tmp_path, CurrentQuery(count=4)).crystals] == [
+        7,
+        8,
+        9,
+        10,
+    ]
+    assert [(c.number, c.archived) for c in crystals.list_all(tmp_path).crystals][:3] == [
         (1, True),
         (2, True),
         (3, False),
@@ -30,19 +36,21 @@ def test_chain_numbering_and_rolling_window(tmp_path):
 
 def test_delete_takes_back_only_the_latest_and_restores_the_window(tmp_path):
     for n in range(1, 10):
-        crystals.crystallize(tmp_path, f"state {n}")
+        crystals.crystallize(tmp_path, CrystalIn(content=f"state {n}"))
     removed = crystals.delete_latest(tmp_path)
     assert removed.number == 9 and "state 9" in removed.content
-    assert [c.number for c in crystals.current(tmp_path, 8)] == list(range(1, 9))
-    assert crystals.crystallize(tmp_path, "again").number == 9
+    assert [c.number for c in crystals.current(tmp_path, CurrentQuery(count=8)).crystals] == list(
+        range(1, 9)
+    )
+    assert crystals.crystallize(tmp_path, CrystalIn(content="again")).number == 9
 
 
 def test_bad_input_and_empty(tmp_path):
     with pytest.raises(InputError):
-        crystals.crystallize(tmp_path, "   ")
+        crystals.crystallize(tmp_path, CrystalIn(content="   "))
     with pytest.raises(NotFound):
         crystals.delete_latest(tmp_path)
-    assert crystals.current(tmp_path) == []
+    assert crystals.current(tmp_path, CurrentQuery()).crystals == []
 
 
 def test_crystals_over_rest_are_per_entity(make_client, server):

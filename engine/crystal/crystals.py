@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.store.db import ensure_private_dir
 from engine.store.errors import InputError, NotFound
@@ -35,8 +35,25 @@ class Crystal(BaseModel):
     modified_at: str
 
 
-def crystallize(home: Path, content: str, keep: int = 8) -> Crystal:
+class Crystals(BaseModel):
+    crystals: list[Crystal]
+
+
+class CrystalIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, description="The snapshot, markdown.")
+
+
+class CurrentQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    count: int = Field(4, ge=1, le=100)
+
+
+def crystallize(home: Path, crystal: CrystalIn, keep: int = 8) -> Crystal:
     """Write the next crystal, linked to the previous ones; archive past `keep`."""
+    content = crystal.content
     if not content.strip():
         raise InputError.of("content", "must not be empty")
     if len(content.encode()) > MAX_BYTES:
@@ -52,16 +69,16 @@ def crystallize(home: Path, content: str, keep: int = 8) -> Crystal:
     return _read(home, folder / path.name)
 
 
-def current(home: Path, count: int = 4) -> list[Crystal]:
+def current(home: Path, ask: CurrentQuery) -> Crystals:
     """The newest `count` current crystals, oldest first (reading order)."""
     folder = home / "crystals"
-    newest = [path for _, path in _files(folder) if path.parent == folder][-count:]
-    return [_read(home, path) for path in newest]
+    newest = [path for _, path in _files(folder) if path.parent == folder][-ask.count :]
+    return Crystals(crystals=[_read(home, path) for path in newest])
 
 
-def list_all(home: Path) -> list[Crystal]:
+def list_all(home: Path) -> Crystals:
     """Every crystal, archived ones included, oldest first."""
-    return [_read(home, path) for _, path in _files(home / "crystals")]
+    return Crystals(crystals=[_read(home, path) for _, path in _files(home / "crystals")])
 
 
 def delete_latest(home: Path, keep: int = 8) -> Crystal:

@@ -100,6 +100,43 @@ class TurnsSince(BaseModel):
     summaries: list[Summary]
 
 
+class Summaries(BaseModel):
+    summaries: list[Summary]
+
+
+class SummaryHits(BaseModel):
+    results: list[SummaryHit]
+
+
+# --- what callers ask (every face builds these; limits and defaults live here) ---
+
+
+class _Ask(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RecentQuery(_Ask):
+    limit: int = Field(5, ge=1, le=100)
+
+
+class SummarySearch(_Ask):
+    query: str = Field(min_length=1, max_length=4096)
+    limit: int = Field(10, ge=1, le=100)
+
+
+class SinceSummaryQuery(_Ask):
+    limit: int = Field(50, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+    channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
+    oldest_first: bool = True
+
+
+class SinceQuery(_Ask):
+    timestamp: str = Field(min_length=1, description="ISO-8601 or epoch seconds.")
+    include_summaries: bool = True
+    limit: int = Field(100, ge=1, le=1000)
+
+
 class Batch(BaseModel):
     """The next turns to summarize: the oldest unsummarized ones by id."""
 
@@ -175,16 +212,17 @@ def store(
     return Summary.from_row(row)
 
 
-def recent(db: Database, entity: str, limit: int = 5) -> list[Summary]:
+def recent(db: Database, entity: str, ask: RecentQuery) -> Summaries:
     """The newest summaries, oldest of them first (reading order)."""
     rows = db.conn.execute(
-        "SELECT * FROM summaries WHERE entity = ? ORDER BY id DESC LIMIT ?", (entity, limit)
+        "SELECT * FROM summaries WHERE entity = ? ORDER BY id DESC LIMIT ?", (entity, ask.limit)
     ).fetchall()
-    return [Summary.from_row(row) for row in reversed(rows)]
+    return Summaries(summaries=[Summary.from_row(row) for row in reversed(rows)])
 
 
-def search(db: Database, entity: str, query: str, limit: int = 10) -> list[SummaryHit]:
-    match = fts_query(query)
+def search(db: Database, entity: str, ask: SummarySearch) -> SummaryHits:
+    """Summaries by their words, best first, with a highlighted snippet."""
+    match = fts_query(ask.query)
     if match is None:
         raise InputError.of("query", "no searchable words in the query")
     rows = db.conn.execute(
@@ -192,14 +230,14 @@ def search(db: Database, entity: str, query: str, limit: int = 10) -> list[Summa
         " bm25(summaries_fts) AS rank FROM summaries_fts JOIN summaries s"
         " ON s.id = summaries_fts.rowid WHERE summaries_fts MATCH ? AND s.entity = ?"
         " ORDER BY rank LIMIT ?",
-        (match, entity, limit),
+        (match, entity, ask.limit),
     ).fetchall()
     hits = []
     for row in rows:
         data = dict(row)
         snippet, rank = data.pop("snippet"), data.pop("rank")
         hits.append(SummaryHit(summary=Summary.from_row(data), snippet=snippet, score=-rank))
-    return hits
+    return SummaryHits(results=hits)
 
 
 def unsummarized_count(db: Database, entity: str, channel: str | None = None) -> int:
@@ -306,23 +344,16 @@ def stats(db: Database, entity: str) -> SummaryStats:
     )
 
 
-def turns_since_summary(
-    db: Database,
-    entity: str,
-    limit: int = 50,
-    offset: int = 0,
-    channel: str | None = None,
-    oldest_first: bool = True,
-) -> TurnsSinceSummary:
+def turns_since_summary(db: Database, entity: str, ask: SinceSummaryQuery) -> TurnsSinceSummary:
     """The events no summary covers yet, a page at a time, with the total count."""
-    where, params = _scope(entity, channel)
-    direction = "ASC" if oldest_first else "DESC"
+    where, params = _scope(entity, ask.channel)
+    direction = "ASC" if ask.oldest_first else "DESC"
     rows = db.conn.execute(
         f"SELECT * FROM events e WHERE {where} AND {_UNSUMMARIZED}"
         f" ORDER BY created_at {direction}, id {direction} LIMIT ? OFFSET ?",
-        [*params, limit, offset],
+        [*params, ask.limit, ask.offset],
     ).fetchall()
-    total = unsummarized_count(db, entity, channel)
+    total = unsummarized_count(db, entity, ask.channel)
     return TurnsSinceSummary(
         turns=[Event.from_row(row) for row in rows], unsummarized=total, warning=warning(total)
     )
@@ -346,20 +377,18 @@ def next_batch(db: Database, entity: str, limit: int) -> Batch:
     )
 
 
-def turns_since(
-    db: Database, entity: str, timestamp: str, include_summaries: bool = True, limit: int = 100
-) -> TurnsSince:
+def turns_since(db: Database, entity: str, ask: SinceQuery) -> TurnsSince:
     """Events at or after a moment (oldest first), with the summaries made since then."""
     try:
-        at = timestamps.normalise(timestamp)
+        at = timestamps.normalise(ask.timestamp)
     except ValueError as exc:
         raise InputError.of("timestamp", str(exc)) from None
     rows = db.conn.execute(
         "SELECT * FROM events WHERE entity = ? AND created_at >= ? ORDER BY created_at, id LIMIT ?",
-        (entity, at, limit),
+        (entity, at, ask.limit),
     ).fetchall()
     found: list[Any] = []
-    if include_summaries:
+    if ask.include_summaries:
         found = db.conn.execute(
             "SELECT * FROM summaries WHERE entity = ? AND (last_at >= ? OR created_at >= ?)"
             " ORDER BY id",

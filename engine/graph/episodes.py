@@ -23,7 +23,8 @@ import logging
 import sqlite3
 import threading
 import uuid as uuidlib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,6 +49,10 @@ class Window:
     max_turns: int = 20
     max_chars: int = 12_000
     idle_s: float = 600.0
+    clock: Callable[[], datetime] = field(
+        default=lambda: datetime.now(UTC), repr=False, compare=False
+    )
+    """The time a window's quiet is measured by (tests pass a clock they move)."""
 
     @classmethod
     def from_settings(cls, settings) -> Window:
@@ -143,7 +148,8 @@ def _close_window(
             current = []
         current.append(turn)
     if current:
-        quiet = _seconds(max(t.received_at for t in current), timestamps.now()) >= window.idle_s
+        now = window.clock().strftime(timestamps.FORMAT)
+        quiet = _seconds(max(t.received_at for t in current), now) >= window.idle_s
         if force or quiet or len(current) >= window.max_turns:
             chunks.append(current)
     return [_record(conn, entity, key, chunk) for chunk in chunks]

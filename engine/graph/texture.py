@@ -28,6 +28,7 @@ from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.errors import Conflict, NotFound, Unavailable
+from engine.store.queue import QueueStatus
 
 log = logging.getLogger("pps.texture")
 
@@ -143,6 +144,7 @@ class Stats(BaseModel):
     graph: dict[str, int] | None
     usage_today: dict[str, int]
     paused: str | None
+    queue: QueueStatus = Field(description="Every job of the entity: embedding and graph.")
 
 
 # --- reading ---
@@ -227,7 +229,8 @@ def timeline(graph, db: Database, entity: str, query: TimelineQuery) -> Timeline
 
 
 def stats(graph, db: Database, settings: Settings, entity: str) -> Stats:
-    """What has been fed to the graph, what waits, what it cost today."""
+    """What has been fed to the graph, what waits, what it cost today, and the entity's
+    whole queue (embedding jobs too, dead ones with their errors, pauses with why)."""
     row = db.conn.execute(
         "SELECT COUNT(*) AS closed, COUNT(ingested_at) AS ingested,"
         " COALESCE(SUM(truncated), 0) AS truncated FROM episodes WHERE entity = ?",
@@ -242,7 +245,8 @@ def stats(graph, db: Database, settings: Settings, entity: str) -> Stats:
         (entity, episodes.JOB_KIND),
     ):
         jobs[state] = n
-    paused = [p.reason for p in queue.status(db, entity, 0).paused if p.kind == episodes.JOB_KIND]
+    whole = queue.status(db, entity)
+    paused = [p.reason for p in whole.paused if p.kind == episodes.JOB_KIND]
     status, counts = _status(graph), None
     if status == "ok":
         try:
@@ -257,6 +261,7 @@ def stats(graph, db: Database, settings: Settings, entity: str) -> Stats:
         graph=counts,
         usage_today=budget.usage_today(db, entity),
         paused=paused[0] if paused else None,
+        queue=whole,
     )
 
 

@@ -85,6 +85,38 @@ class Category(BaseModel):
     subcategories: dict[str, int]
 
 
+class Items(BaseModel):
+    items: list[Item]
+
+
+class Categories(BaseModel):
+    categories: list[Category]
+
+
+class Spaces(BaseModel):
+    spaces: list[Space]
+
+
+# --- what callers ask (every face builds these; limits and defaults live here) ---
+
+
+class ItemQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    category: str | None = Field(None, max_length=64)
+    subcategory: str | None = Field(None, max_length=64)
+    limit: int = Field(100, ge=1, le=1000)
+
+
+class ItemRef(BaseModel):
+    """One item: by name, and by category too when two categories share the name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = NAME
+    category: str | None = Field(None, max_length=64)
+
+
 _ITEM_SELECT = (
     "SELECT i.*, s.name AS space FROM inventory_items i"
     " LEFT JOIN spaces s ON s.id = i.space_id WHERE i.entity = ?"
@@ -119,11 +151,13 @@ def add(db: Database, entity: str, item: ItemIn) -> Saved:
                 now,
             ),
         )
-    return Saved(item=get(db, entity, item.name, item.category), created=existed is None)
+    found = get(db, entity, ItemRef(name=item.name, category=item.category))
+    return Saved(item=found, created=existed is None)
 
 
-def get(db: Database, entity: str, name: str, category: str | None = None) -> Item:
+def get(db: Database, entity: str, ref: ItemRef) -> Item:
     """One item by name (and category, when two categories share a name)."""
+    name, category = ref.name, ref.category
     rows = _items(
         db,
         entity,
@@ -138,29 +172,23 @@ def get(db: Database, entity: str, name: str, category: str | None = None) -> It
     return rows[0]
 
 
-def list_items(
-    db: Database,
-    entity: str,
-    category: str | None = None,
-    subcategory: str | None = None,
-    limit: int = 100,
-) -> list[Item]:
+def list_items(db: Database, entity: str, ask: ItemQuery) -> Items:
     clauses, params = "", []
-    if category:
-        clauses, params = " AND i.category = ?", [category]
-    if subcategory:
-        clauses, params = clauses + " AND i.subcategory = ?", [*params, subcategory]
-    return _items(db, entity, clauses, params, limit)
+    if ask.category:
+        clauses, params = " AND i.category = ?", [ask.category]
+    if ask.subcategory:
+        clauses, params = clauses + " AND i.subcategory = ?", [*params, ask.subcategory]
+    return Items(items=_items(db, entity, clauses, params, ask.limit))
 
 
-def delete(db: Database, entity: str, name: str, category: str | None = None) -> Item:
-    item = get(db, entity, name, category)
+def delete(db: Database, entity: str, ref: ItemRef) -> Item:
+    item = get(db, entity, ref)
     with db.write() as conn:
         conn.execute("DELETE FROM inventory_items WHERE id = ? AND entity = ?", (item.id, entity))
     return item
 
 
-def categories(db: Database, entity: str) -> list[Category]:
+def categories(db: Database, entity: str) -> Categories:
     rows = db.conn.execute(
         "SELECT category, COALESCE(subcategory, ''), COUNT(*) FROM inventory_items"
         " WHERE entity = ? GROUP BY 1, 2 ORDER BY 1, 2",
@@ -172,7 +200,7 @@ def categories(db: Database, entity: str) -> list[Category]:
         entry.count += count
         if subcategory:
             entry.subcategories[subcategory] = count
-    return list(found.values())
+    return Categories(categories=list(found.values()))
 
 
 def add_space(db: Database, entity: str, space: SpaceIn) -> Space:
@@ -205,9 +233,9 @@ def update_space(db: Database, entity: str, name: str, change: SpaceUpdate) -> S
     return _space(db, entity, name)
 
 
-def list_spaces(db: Database, entity: str) -> list[Space]:
+def list_spaces(db: Database, entity: str) -> Spaces:
     rows = db.conn.execute("SELECT * FROM spaces WHERE entity = ? ORDER BY name", (entity,))
-    return [_space_from(row) for row in rows]
+    return Spaces(spaces=[_space_from(row) for row in rows])
 
 
 def enter_space(db: Database, entity: str, name: str, channel: str | None = None) -> SpaceView:

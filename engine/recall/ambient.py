@@ -161,12 +161,22 @@ class LogEntry(BaseModel):
     created_at: str
 
 
-def log_entries(db, entity: str, limit: int = 50) -> list[LogEntry]:
+class Log(BaseModel):
+    entries: list[LogEntry]
+
+
+class LogQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(50, ge=1, le=500)
+
+
+def log_entries(db, entity: str, ask: LogQuery) -> Log:
     """The newest recall log entries, for audits (what surfaced, why, how fast)."""
     rows = db.conn.execute(
-        "SELECT * FROM recall_log WHERE entity = ? ORDER BY id DESC LIMIT ?", (entity, limit)
+        "SELECT * FROM recall_log WHERE entity = ? ORDER BY id DESC LIMIT ?", (entity, ask.limit)
     )
-    return [
+    entries = [
         LogEntry.model_validate(
             {
                 **dict(row),
@@ -176,6 +186,7 @@ def log_entries(db, entity: str, limit: int = 50) -> list[LogEntry]:
         )
         for row in rows
     ]
+    return Log(entries=entries)
 
 
 def _log(db, entity, request, chosen, manifest, latency) -> None:
@@ -208,17 +219,22 @@ def _startup(runtime: Layers, entity: str, request: RecallRequest):
     page: dict[str, Any] = {}
 
     def crystal_items() -> list[Item]:
-        found = crystals.current(home.root, min(n, settings.crystal_keep))
+        found = crystals.current(
+            home.root, crystals.CurrentQuery(count=min(n, settings.crystal_keep))
+        ).crystals
         return [
             Item(layer="crystals", text=c.content, score=1.0, source={"path": c.path})
             for c in found
         ]
 
     def summary_items() -> list[Item]:
-        return [_summary_item(s, 1.0) for s in summaries.recent(db, entity, n)]
+        return [
+            _summary_item(s, 1.0)
+            for s in summaries.recent(db, entity, summaries.RecentQuery(limit=n)).summaries
+        ]
 
     def anchor_items() -> list[Item]:
-        newest = anchors.list_all(runtime.index, entity)[:n]
+        newest = anchors.list_all(runtime.index, entity).anchors[:n]
         return [
             Item(
                 layer="anchors",
@@ -234,7 +250,9 @@ def _startup(runtime: Layers, entity: str, request: RecallRequest):
         return [] if view is None else [_space_item(view)]
 
     def turn_items() -> list[Item]:
-        found = summaries.turns_since_summary(db, entity, limit=STARTUP_TURN_CAP)
+        found = summaries.turns_since_summary(
+            db, entity, summaries.SinceSummaryQuery(limit=STARTUP_TURN_CAP)
+        )
         page["more"] = max(found.unsummarized - len(found.turns), 0)
         return [_turn_item(turn, "unsummarized", 1.0) for turn in found.turns]
 
@@ -296,7 +314,8 @@ def _ambient(runtime: Layers, entity: str, request: RecallRequest):
 
     def summary_items() -> list[Item]:
         try:
-            hits = summaries.search(db, entity, context, n)
+            ask = summaries.SummarySearch(query=context, limit=n)
+            hits = summaries.search(db, entity, ask).results
         except InputError:  # no searchable words in the context
             return []
         return [_summary_item(hit.summary, hit.score) for hit in hits]
@@ -424,10 +443,10 @@ def _named_things(db, entity: str, context: str) -> list[Item]:
     """Inventory items and spaces whose names the context mentions."""
     lowered = context.lower()
     items = []
-    for space in inventory.list_spaces(db, entity):
+    for space in inventory.list_spaces(db, entity).spaces:
         if _mentions(lowered, space.name):
             items.append(_space_item(inventory.view(db, entity, space), layer="inventory"))
-    for item in inventory.list_items(db, entity, limit=1000):
+    for item in inventory.list_items(db, entity, inventory.ItemQuery(limit=1000)).items:
         if _mentions(lowered, item.name):
             text = f"{item.name} ({item.category}): {item.description}".strip()
             items.append(

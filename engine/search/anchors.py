@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.search import chunks, homes
 from engine.search.fragments import check_text, checked_tags, slug, with_front_matter
 from engine.search.hybrid import SearchRequest, SearchResponse, search
-from engine.search.index import Index, SyncReport
+from engine.search.index import Index
 from engine.store.errors import InputError, NotFound
 
 
@@ -34,6 +34,30 @@ class Anchor(BaseModel):
     tags: list[str]
 
 
+class Anchors(BaseModel):
+    anchors: list[Anchor]
+
+
+class Deleted(BaseModel):
+    deleted: str
+
+
+class Resynced(BaseModel):
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    embedded: int
+    errors: list[str] = Field(description="Files that could not be read or indexed, and why.")
+
+
+class AnchorSearch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=4096)
+    limit: int = Field(10, ge=1, le=100)
+
+
 def save(index: Index, entity: str, anchor: AnchorIn) -> Anchor:
     title = anchor.title.strip()
     if not title:
@@ -50,7 +74,7 @@ def save(index: Index, entity: str, anchor: AnchorIn) -> Anchor:
     return Anchor(name=PurePosixPath(path).name, path=path, title=title, date=day, tags=tags)
 
 
-def list_all(index: Index, entity: str) -> list[Anchor]:
+def list_all(index: Index, entity: str) -> Anchors:
     """Every word-photo on disk (the files, not the index), newest name first."""
     home = index.home(entity)
     found = []
@@ -72,10 +96,10 @@ def list_all(index: Index, entity: str) -> list[Anchor]:
                 tags=chunks.meta_tags(meta),
             )
         )
-    return sorted(found, key=lambda a: a.path, reverse=True)
+    return Anchors(anchors=sorted(found, key=lambda a: a.path, reverse=True))
 
 
-def delete(index: Index, entity: str, name: str) -> str:
+def delete(index: Index, entity: str, name: str) -> Deleted:
     """Delete one word-photo by its file name (with or without .md)."""
     if not name or "/" in name or "\\" in name or name in (".", ".."):
         raise InputError.of("name", "a word-photo's file name, as anchor_list gives it")
@@ -89,14 +113,15 @@ def delete(index: Index, entity: str, name: str) -> str:
         raise NotFound(f"no word-photo named {name!r}") from None
     path.unlink()
     index.sync_file(entity, relative)
-    return name
+    return Deleted(deleted=name)
 
 
-def resync(index: Index, entity: str) -> SyncReport:
+def resync(index: Index, entity: str) -> Resynced:
     """Bring the index in step with the word_photos folder as it is on disk."""
-    return index.sync_dir(entity, homes.WORD_PHOTOS)
+    report = index.sync_dir(entity, homes.WORD_PHOTOS)
+    return Resynced(**{k: getattr(report, k) for k in Resynced.model_fields})
 
 
-def search_anchors(index: Index, entity: str, query: str, limit: int = 10) -> SearchResponse:
-    request = SearchRequest(query=query, tiers="shortform", limit=limit)
+def search_anchors(index: Index, entity: str, ask: AnchorSearch) -> SearchResponse:
+    request = SearchRequest(query=ask.query, tiers="shortform", limit=ask.limit)
     return search(index, entity, request, kinds=("anchor",))

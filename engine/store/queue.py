@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -63,6 +63,10 @@ class Job(BaseModel):
         return cls.model_validate({**dict(row), "payload": json.loads(row["payload"])})
 
 
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
 @dataclass(frozen=True)
 class Policy:
     lease_s: float = 60.0
@@ -70,6 +74,8 @@ class Policy:
     backoff_initial_s: float = 2.0
     backoff_max_s: float = 600.0
     poll_s: float = 0.5
+    clock: Callable[[], datetime] = field(default=_utcnow, repr=False, compare=False)
+    """The time leases expire and retries fall due by (tests pass a clock they move)."""
 
     @classmethod
     def from_settings(cls, settings) -> Policy:
@@ -105,7 +111,7 @@ def enqueue(conn: sqlite3.Connection, entity: str, kind: str, key: str, payload:
 def claim(db: Database, kind: str, owner: str, policy: Policy) -> Job | None:
     """Take the oldest ready job of `kind` (pending, retry due, or lease expired)."""
     while True:
-        now = _at()
+        now = _at(policy.clock)
         with db.write() as conn:
             row = conn.execute(
                 "UPDATE jobs SET state = 'running', lease_owner = ?, lease_expires_at = ?,"
@@ -118,7 +124,7 @@ def claim(db: Database, kind: str, owner: str, policy: Policy) -> Job | None:
                 "   WHERE p.entity = j.entity AND p.kind = j.kind)"
                 "  ORDER BY j.id LIMIT 1)"
                 " RETURNING *",
-                (owner, _at(policy.lease_s), now, kind, now, now),
+                (owner, _at(policy.clock, policy.lease_s), now, kind, now, now),
             ).fetchone()
             if row is None:
                 return None
@@ -136,7 +142,7 @@ def claim(db: Database, kind: str, owner: str, policy: Policy) -> Job | None:
 def renew(db: Database, job: Job, owner: str, policy: Policy) -> bool:
     """Extend the lease; False if the job is no longer ours (it was reclaimed)."""
     with db.write() as conn:
-        return _mine(conn, job, owner, "lease_expires_at = ?", _at(policy.lease_s))
+        return _mine(conn, job, owner, "lease_expires_at = ?", _at(policy.clock, policy.lease_s))
 
 
 def complete(db: Database, job: Job, owner: str) -> bool:
@@ -151,7 +157,7 @@ def fail(db: Database, job: Job, owner: str, error: BaseException, policy: Polic
         if job.attempts >= policy.max_attempts:
             _mine(conn, job, owner, "state = 'dead', last_error = ?", message)
             return "dead"
-        when = _at(policy.backoff(job.attempts))
+        when = _at(policy.clock, policy.backoff(job.attempts))
         _mine(
             conn, job, owner, "state = 'retry', next_attempt_at = ?, last_error = ?", when, message
         )
@@ -219,8 +225,14 @@ class QueueStatus(BaseModel):
     paused: list[Paused]
 
 
-def status(db: Database, entity: str | None = None, dead_limit: int = 50) -> QueueStatus:
-    """Counts by state, the age of the oldest unfinished job, dead jobs and pauses."""
+def status(
+    db: Database,
+    entity: str | None = None,
+    dead_limit: int = 50,
+    clock: Callable[[], datetime] = _utcnow,
+) -> QueueStatus:
+    """Counts by state, the age of the oldest unfinished job (by `clock`), dead jobs and
+    pauses."""
     scope, params = ("WHERE entity = ?", [entity]) if entity else ("", [])
     conn = db.conn
     counts = dict.fromkeys(STATES, 0)
@@ -239,7 +251,7 @@ def status(db: Database, entity: str | None = None, dead_limit: int = 50) -> Que
     paused = conn.execute(f"SELECT * FROM queue_pauses {scope} ORDER BY since", params)
     return QueueStatus(
         counts=counts,
-        oldest_pending_age_s=_age(oldest),
+        oldest_pending_age_s=_age(oldest, clock()),
         dead=[DeadJob(**row) for row in dead],
         paused=[Paused(**row) for row in paused],
     )
@@ -338,12 +350,12 @@ def _mine(conn: sqlite3.Connection, job: Job, owner: str, assignments: str, *val
     )
 
 
-def _at(seconds_from_now: float = 0.0) -> str:
-    return (datetime.now(UTC) + timedelta(seconds=seconds_from_now)).strftime(timestamps.FORMAT)
+def _at(clock: Callable[[], datetime], seconds_from_now: float = 0.0) -> str:
+    return (clock() + timedelta(seconds=seconds_from_now)).strftime(timestamps.FORMAT)
 
 
-def _age(stamp: str | None) -> float | None:
+def _age(stamp: str | None, now: datetime) -> float | None:
     if stamp is None:
         return None
     then = datetime.strptime(stamp, timestamps.FORMAT).replace(tzinfo=UTC)
-    return round((datetime.now(UTC) - then).total_seconds(), 3)
+    return round((now - then).total_seconds(), 3)

@@ -5,41 +5,31 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
 
 from engine.crystal import crystals
-from engine.crystal.crystals import Crystal
+from engine.crystal.crystals import Crystal, CrystalIn, Crystals, CurrentQuery
 from engine.search import homes
 from pps.rest.deps import AppSettings, CurrentEntity
 
 router = APIRouter(prefix="/v1/crystals", tags=["crystals"])
 
 
-class CrystalIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    content: str = Field(min_length=1, description="The snapshot, markdown.")
-
-
-class Crystals(BaseModel):
-    crystals: list[Crystal]
-
-
 @router.post("", summary="Write the next crystal, chained to the previous ones")
 def crystallize(body: CrystalIn, entity: CurrentEntity, settings: AppSettings) -> Crystal:
     home = homes.home_for(settings, entity).root
-    return crystals.crystallize(home, body.content, keep=settings.crystal_keep)
+    return crystals.crystallize(home, body, keep=settings.crystal_keep)
 
 
 @router.get("", summary="The newest current crystals, oldest of them first")
 def get_crystals(
-    entity: CurrentEntity, settings: AppSettings, count: Annotated[int, Query(ge=1, le=100)] = 4
+    query: Annotated[CurrentQuery, Query()], entity: CurrentEntity, settings: AppSettings
 ) -> Crystals:
-    return Crystals(crystals=crystals.current(homes.home_for(settings, entity).root, count))
+    return crystals.current(homes.home_for(settings, entity).root, query)
 
 
 @router.get("/all", summary="Every crystal, archived ones included, oldest first")
 def crystal_list(entity: CurrentEntity, settings: AppSettings) -> Crystals:
-    return Crystals(crystals=crystals.list_all(homes.home_for(settings, entity).root))
+    return crystals.list_all(homes.home_for(settings, entity).root)
 
 
 @router.delete("/latest", summary="Take back the newest crystal (only that one)")

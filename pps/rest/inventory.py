@@ -10,12 +10,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.capture.events import CHANNEL_PATTERN
 from engine.inventory import items as inventory
 from engine.inventory.items import (
-    Category,
+    Categories,
     Item,
     ItemIn,
+    ItemQuery,
+    ItemRef,
+    Items,
     Saved,
     Space,
     SpaceIn,
+    Spaces,
     SpaceUpdate,
     SpaceView,
 )
@@ -23,36 +27,16 @@ from pps.rest.deps import DB, CurrentEntity
 
 router = APIRouter(prefix="/v1", tags=["inventory"])
 
-Name = Annotated[str, Query(min_length=1, max_length=200)]
-CategoryFilter = Annotated[str | None, Query(max_length=64)]
-
-
-class Items(BaseModel):
-    items: list[Item]
-
-
-class Categories(BaseModel):
-    categories: list[Category]
-
-
-class Spaces(BaseModel):
-    spaces: list[Space]
-
 
 class Enter(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
 
 
 @router.get("/inventory", summary="Items, by category and subcategory")
-def inventory_list(
-    entity: CurrentEntity,
-    db: DB,
-    category: CategoryFilter = None,
-    subcategory: CategoryFilter = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-) -> Items:
-    return Items(items=inventory.list_items(db, entity, category, subcategory, limit))
+def inventory_list(query: Annotated[ItemQuery, Query()], entity: CurrentEntity, db: DB) -> Items:
+    return inventory.list_items(db, entity, query)
 
 
 @router.post("/inventory", summary="Add an item (or update the one with that category and name)")
@@ -62,26 +46,22 @@ def inventory_add(body: ItemIn, entity: CurrentEntity, db: DB) -> Saved:
 
 @router.get("/inventory/categories", summary="Categories with counts and subcategories")
 def inventory_categories(entity: CurrentEntity, db: DB) -> Categories:
-    return Categories(categories=inventory.categories(db, entity))
+    return inventory.categories(db, entity)
 
 
 @router.get("/inventory/item", summary="One item by name")
-def inventory_get(
-    entity: CurrentEntity, db: DB, name: Name, category: CategoryFilter = None
-) -> Item:
-    return inventory.get(db, entity, name, category)
+def inventory_get(query: Annotated[ItemRef, Query()], entity: CurrentEntity, db: DB) -> Item:
+    return inventory.get(db, entity, query)
 
 
 @router.delete("/inventory/item", summary="Delete one item by name")
-def inventory_delete(
-    entity: CurrentEntity, db: DB, name: Name, category: CategoryFilter = None
-) -> Item:
-    return inventory.delete(db, entity, name, category)
+def inventory_delete(query: Annotated[ItemRef, Query()], entity: CurrentEntity, db: DB) -> Item:
+    return inventory.delete(db, entity, query)
 
 
 @router.get("/spaces", summary="Every space")
 def list_spaces(entity: CurrentEntity, db: DB) -> Spaces:
-    return Spaces(spaces=inventory.list_spaces(db, entity))
+    return inventory.list_spaces(db, entity)
 
 
 @router.post("/spaces", summary="Add a space")

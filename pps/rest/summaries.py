@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel
 
-from engine.capture.events import CHANNEL_PATTERN
 from engine.crystal import summaries, summarize
 from engine.crystal.summaries import (
+    RecentQuery,
+    SinceQuery,
+    SinceSummaryQuery,
+    Summaries,
     Summary,
-    SummaryHit,
+    SummaryHits,
     SummaryIn,
+    SummarySearch,
     SummaryStats,
     TurnsSince,
     TurnsSinceSummary,
@@ -20,14 +23,6 @@ from engine.crystal.summaries import (
 from pps.rest.deps import DB, AppSettings, CurrentEntity
 
 router = APIRouter(prefix="/v1", tags=["summaries"])
-
-
-class Summaries(BaseModel):
-    summaries: list[Summary]
-
-
-class SummaryHits(BaseModel):
-    results: list[SummaryHit]
 
 
 @router.post("/summaries", summary="Store a summary of an event range (marks it summarized)")
@@ -53,19 +48,16 @@ def summarize_messages(
 
 @router.get("/summaries", summary="The newest summaries, oldest of them first")
 def recent_summaries(
-    entity: CurrentEntity, db: DB, limit: Annotated[int, Query(ge=1, le=100)] = 5
+    query: Annotated[RecentQuery, Query()], entity: CurrentEntity, db: DB
 ) -> Summaries:
-    return Summaries(summaries=summaries.recent(db, entity, limit))
+    return summaries.recent(db, entity, query)
 
 
 @router.get("/summaries/search", summary="Full-text search over summaries")
 def search_summaries(
-    entity: CurrentEntity,
-    db: DB,
-    query: Annotated[str, Query(min_length=1, max_length=4096)],
-    limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    query: Annotated[SummarySearch, Query()], entity: CurrentEntity, db: DB
 ) -> SummaryHits:
-    return SummaryHits(results=summaries.search(db, entity, query, limit))
+    return summaries.search(db, entity, query)
 
 
 @router.get("/summaries/stats", summary="Counts, and how many turns are unsummarized")
@@ -75,22 +67,11 @@ def summary_stats(entity: CurrentEntity, db: DB) -> SummaryStats:
 
 @router.get("/turns/since-summary", summary="Turns no summary covers yet, paged")
 def turns_since_summary(
-    entity: CurrentEntity,
-    db: DB,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    channel: Annotated[str | None, Query(pattern=CHANNEL_PATTERN)] = None,
-    oldest_first: bool = True,
+    query: Annotated[SinceSummaryQuery, Query()], entity: CurrentEntity, db: DB
 ) -> TurnsSinceSummary:
-    return summaries.turns_since_summary(db, entity, limit, offset, channel, oldest_first)
+    return summaries.turns_since_summary(db, entity, query)
 
 
 @router.get("/turns/since", summary="Turns since a moment, with the summaries made since")
-def turns_since(
-    entity: CurrentEntity,
-    db: DB,
-    timestamp: Annotated[str, Query(min_length=1)],
-    include_summaries: bool = True,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-) -> TurnsSince:
-    return summaries.turns_since(db, entity, timestamp, include_summaries, limit)
+def turns_since(query: Annotated[SinceQuery, Query()], entity: CurrentEntity, db: DB) -> TurnsSince:
+    return summaries.turns_since(db, entity, query)
