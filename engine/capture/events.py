@@ -31,14 +31,12 @@ from pydantic import (
     field_validator,
 )
 
+from engine.capture.patterns import CHANNEL_PATTERN, EVENT_TYPE_PATTERN, EVENT_UID_PATTERN
 from engine.capture.words import fts_query
 from engine.store import timestamps
 from engine.store.db import Database
 from engine.store.errors import FieldProblem, InputError, from_validation
 
-CHANNEL_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
-EVENT_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
-EVENT_UID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@/+=#-]{0,199}$"
 Moment = Annotated[str | int | float, AfterValidator(timestamps.normalise)]
 """A timestamp as clients send it, stored normalised (see engine.timestamps)."""
 

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel
 
-from engine.capture.events import CHANNEL_PATTERN
+from engine.capture.patterns import CHANNEL_PATTERN
 from engine.search.homes import MAX_READ_LINES, FileLines
 from engine.store.db import Database
 from engine.store.errors import InputError, NotFound

@@ -13,7 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engine.capture.events import CHANNEL_PATTERN, Event
+from engine.capture.events import Event
+from engine.capture.patterns import CHANNEL_PATTERN
 from engine.capture.words import fts_query
 from engine.store import timestamps
 from engine.store.db import Database

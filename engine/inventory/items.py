@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.capture.events import CHANNEL_PATTERN
+from engine.capture.patterns import CHANNEL_PATTERN
 from engine.store import timestamps
 from engine.store.db import Database
 from engine.store.errors import InputError, NotFound

@@ -29,7 +29,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.capture.events import CHANNEL_PATTERN, Event
+from engine.capture.events import Event
+from engine.capture.patterns import CHANNEL_PATTERN
 from engine.crystal import crystals, summaries
 from engine.graph import texture
 from engine.graph.backend import Graph

@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
-from engine.capture.events import CHANNEL_PATTERN
+from engine.capture.patterns import CHANNEL_PATTERN
 from engine.capture.words import any_of, keywords
 from engine.search import embeddings
 from engine.search.index import Index

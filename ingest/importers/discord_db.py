@@ -23,7 +23,7 @@ from typing import Any
 
 from rich.progress import Progress
 
-from engine.capture.events import CHANNEL_PATTERN
+from engine.capture.patterns import CHANNEL_PATTERN
 from engine.store import timestamps
 from ingest import events as ev
 from ingest.discord import message_uid

@@ -2,32 +2,61 @@
 one engine service. `--data-dir` and `--port` (or PPS_DATA_DIR / PPS_PORT) apply to
 every command that uses them.
 
-One module per command group; this one only assembles them, in the order `pps --help`
-lists them. The options they share live in `options`.
+One module per command group, loaded only when its command runs (or `--help` lists
+it): `pps hook`, which Claude Code runs before every prompt, loads nothing it does not
+use. This module only names them, in the order `pps --help` lists them. The options
+they share live in `options`.
 """
 
 from __future__ import annotations
 
+import importlib
+
+import click
 import typer
+from typer.core import TyperGroup
 
-from pps.cli import doctor, entity, hooks, imports, ingest, mcp, queue, rebuild, serve
+# name -> (module, attribute): a command function or a Typer group.
+COMMANDS = {
+    "serve": ("pps.cli.serve", "serve"),
+    "doctor": ("pps.cli.doctor", "doctor"),
+    "mcp": ("pps.cli.mcp", "mcp_stdio"),
+    "hook": ("pps.cli.hooks", "hook"),
+    "reindex": ("pps.cli.rebuild", "reindex"),
+    "entity": ("pps.cli.entity", "app"),
+    "queue": ("pps.cli.queue", "app"),
+    "replay": ("pps.cli.rebuild", "replay_app"),
+    "hooks": ("pps.cli.hooks", "app"),
+    "ingest": ("pps.cli.ingest", "app"),
+    "import": ("pps.cli.imports", "app"),
+}
 
-app = typer.Typer(
-    help="pps — Pattern Persistence Service: one memory for every channel of an AI entity.",
-    no_args_is_help=True,
-    add_completion=False,
-)
-app.command()(serve.serve)
-app.command()(doctor.doctor)
-app.command("mcp")(mcp.mcp_stdio)
-app.command("hook")(hooks.hook)
-app.command()(rebuild.reindex)
-app.add_typer(entity.app, name="entity")
-app.add_typer(queue.app, name="queue")
-app.add_typer(rebuild.replay_app, name="replay")
-app.add_typer(hooks.app, name="hooks")
-app.add_typer(ingest.app, name="ingest")
-app.add_typer(imports.app, name="import")
+
+class LazyCommands(TyperGroup):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name]
+        found = getattr(importlib.import_module(module), attribute)
+        if isinstance(found, typer.Typer):
+            command = typer.main.get_group(found)
+        else:
+            single = typer.Typer()
+            single.command(name)(found)
+            command = typer.main.get_command(single)
+        command.name = name
+        return command
+
+
+app = typer.Typer(cls=LazyCommands, no_args_is_help=True, add_completion=False)
+
+
+@app.callback()
+def pps() -> None:
+    """pps — Pattern Persistence Service: one memory for every channel of an AI entity."""
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""`python -m engine.cli`: what tests, hooks and the stdio bridge spawn."""
+"""`python -m pps.cli`: what tests, hooks and the stdio bridge spawn."""
 
 from pps.cli import main
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.capture.events import CHANNEL_PATTERN
+from engine.capture.patterns import CHANNEL_PATTERN
 from engine.inventory import items as inventory
 from engine.inventory.items import (
     Categories,
