@@ -5,7 +5,7 @@ attributes discord.py's objects carry (`Message`, `RawMessageDeleteEvent`, threa
 attachments), so any object with those attributes works, and the tests build plain
 ones. `DiscordCapture` is what a daemon wires into its event handlers; sending happens in
 a worker thread (the client is synchronous) and spools when the service is down, so the
-bot's event loop never waits on pps. The README has a complete example daemon.
+bot's event loop never waits on pps. docs/capture.md has a complete example daemon.
 
 A message is `discord:<message id>` (channel `discord`, its author, guild, channel, thread
 and attachments in the metadata, the channel or thread as the session); an edit is
