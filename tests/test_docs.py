@@ -20,14 +20,15 @@ from pathlib import Path
 
 import fastapi.routing
 import pytest
+import typer
 import typer.main
 from pydantic import AliasChoices, SecretStr
 
 # The code under test. When these modules move, only this block changes.
-from engine.app import create_app
-from engine.cli import app as cli_app
-from engine.config import Settings
+from engine.store.config import Settings
 from mcp_bridge.mount import PROFILES
+from pps.app import create_app
+from pps.cli import app as cli_app
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -135,9 +136,12 @@ def test_every_cli_command_is_in_cli_md():
     in_code: set[str] = set()
 
     def walk(command, path: str) -> None:
-        for name, sub in getattr(command, "commands", {}).items():
+        if not hasattr(command, "list_commands"):
+            return
+        context = typer.Context(command)
+        for name in command.list_commands(context):
             in_code.add(f"{path} {name}")
-            walk(sub, f"{path} {name}")
+            walk(command.get_command(context, name), f"{path} {name}")
 
     walk(typer.main.get_command(cli_app), "pps")
     in_docs = {row[0] for row in rows(DOCS / "cli.md", "command")}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -33,10 +32,10 @@ COMMANDS = {
 
 
 class LazyCommands(TyperGroup):
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+    def get_command(self, ctx: typer.Context, name: str):
         if name not in COMMANDS:
             return None
         module, attribute = COMMANDS[name]
