@@ -186,3 +186,21 @@ def test_the_client_side_loads_nothing_heavy(module):
     )
     loaded = set(json.loads(done.stdout))
     assert not loaded & set(HEAVY), f"{module} loads {sorted(loaded & set(HEAVY))}"
+
+
+def test_serve_refuses_a_remote_host_before_loading_the_engine(tmp_path):
+    probe = (
+        "import json, sys\n"
+        "from pps.cli import app\n"
+        "try:\n"
+        f"    app(['serve', '--host', '0.0.0.0', '--data-dir', {str(tmp_path)!r}])\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules})]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    code, loaded = json.loads(done.stdout.splitlines()[-1])
+    assert code == 1 and "refusing to listen on 0.0.0.0" in done.stderr
+    assert not set(loaded) & set(HEAVY), sorted(set(loaded) & set(HEAVY))

@@ -24,10 +24,6 @@ def serve(
     ] = False,
 ) -> None:
     """Run the HTTP service (REST under /v1, OpenAPI at /docs)."""
-    import uvicorn
-
-    from pps.app import create_app
-
     settings = settings_for(
         data_dir=data_dir, port=port, host=host, allow_remote=allow_remote or None
     )
@@ -36,6 +32,11 @@ def serve(
             f"refusing to listen on {settings.host}: it is not a loopback address. "
             "pps has no TLS of its own; put a TLS proxy in front and pass --allow-remote."
         )
+    # Only now the heavy part: a refused start answers at once.
+    import uvicorn
+
+    from pps.app import create_app
+
     uvicorn.run(
         create_app(settings),
         host=settings.host,
