@@ -14,14 +14,15 @@ import pytest
 from engine.store.db import Database, MigrationsMissing, migrations
 
 ROOT = Path(__file__).resolve().parent.parent
+PIP = [sys.executable, "-m", "pip", "--quiet"]
+SHIPPED = "engine/store/migrations/"
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
-        + ["--wheel-dir", str(out), str(ROOT)],
+        [*PIP, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(out), str(ROOT)],
         check=True,
         capture_output=True,
     )
@@ -41,8 +42,7 @@ def test_the_wheel_carries_every_migration(wheel):
 def test_an_installed_wheel_finds_its_migrations(wheel, tmp_path):
     site = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site)]
-        + [str(wheel)],
+        [*PIP, "install", "--no-deps", "--target", str(site), str(wheel)],
         check=True,
         capture_output=True,
     )
