@@ -18,13 +18,13 @@ from starlette.routing import Route
 
 from engine.capture import entities
 from engine.store.errors import FieldProblem, problem_body
-from mcp_bridge import openclaw, pps, shared_memory, wordwalker
+from mcp_bridge import PATHS, openclaw, pps, shared_memory, wordwalker
 
 PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
-    "pps": ("/mcp", pps.build),
-    "wordwalker": ("/mcp/wordwalker", wordwalker.build),
-    "openclaw": ("/mcp/openclaw", openclaw.build),
-    "shared-memory": ("/mcp/shared-memory", shared_memory.build),
+    "pps": (PATHS["pps"], pps.build),
+    "wordwalker": (PATHS["wordwalker"], wordwalker.build),
+    "openclaw": (PATHS["openclaw"], openclaw.build),
+    "shared-memory": (PATHS["shared-memory"], shared_memory.build),
 }
 
 

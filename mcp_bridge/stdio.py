@@ -1,52 +1,281 @@
-"""`pps mcp --profile NAME`: an MCP server on stdio for clients that spawn a command.
+"""`pps mcp --profile NAME`: relay MCP's stdio transport to the running service's profile.
 
-It holds no memory logic and opens no database: every list and call is forwarded to the
-running service's profile over streamable HTTP, with the entity's token. The profiles
-are stateless, so each forward opens its own connection; if the service is down, a call
-fails as a tool error that says so, and the next call tries again.
+Clients such as Claude Code spawn a command at session start and wait for its answer to
+`initialize`, so this must start in a fraction of a second: it imports only the standard
+library and httpx, holds no tool definitions, and passes each JSON-RPC message as it is
+to the profile's streamable HTTP endpoint with the entity's token. The profiles run
+stateless with JSON responses, so every message is one POST that stands alone.
+
+What the relay adds is only what a person or a model can act on, always as one line:
+a refused token (`401: the token is not valid for <url>`) and a service that does not
+answer. If the service is down at `initialize`, the relay answers it itself so the client
+starts; every later request is forwarded again, and fails with a readable line until the
+service is back. The service's own JSON-RPC errors pass through unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import contextlib
+import ipaddress
+import itertools
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
 
-import httpx2
-import mcp.types as types
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
+import httpx
+
+TOKEN_REFUSED = -32001
+"""JSON-RPC error code for a token the service refuses."""
+NOT_ANSWERING = -32000
+"""JSON-RPC error code for a service that is down or answers something that is not MCP."""
+IN_FLIGHT = 16
+"""Most requests forwarded at once; more wait for one to finish."""
+CALL_TIMEOUT = httpx.Timeout(120.0, connect=5.0)
+INITIALIZE_TIMEOUT = httpx.Timeout(5.0)
+"""A client waits for `initialize` only so long; past this the relay answers it itself."""
 
 
-def bridge(url: str, token: str, name: str) -> Server:
-    @asynccontextmanager
-    async def upstream() -> AsyncIterator[Client]:
-        headers = {"Authorization": f"Bearer {token}"}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=120) as http,
-            Client(streamable_http_client(url, http_client=http)) as client,
-        ):
-            yield client
+class Unanswered(Exception):
+    """The service gave no MCP answer; the message is the one line to show. `down`: it did
+    not answer at all (as against answering something that is not MCP)."""
 
-    async def list_tools(ctx, params) -> types.ListToolsResult:
-        async with upstream() as client:
-            return await client.list_tools()
+    def __init__(self, line: str, *, down: bool = False):
+        super().__init__(line)
+        self.down = down
 
-    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+
+class Relay:
+    """One client's stdio and one profile URL; the HTTP connections are shared by the
+    threads that forward messages, so a call does not pay for a new connection."""
+
+    def __init__(self, url: str, token: str, name: str, version: str):
+        self.url = url
+        self.name = name
+        self.version = version
+        self.http = httpx.Client(
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            },
+            timeout=CALL_TIMEOUT,
+            trust_env=not _is_loopback(urlsplit(url).hostname or ""),
+        )
+        self._write_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(IN_FLIGHT)
+        self._closed = False
+
+    # --- stdio ---
+
+    def run(self, stdin) -> None:
+        """Read messages until EOF; each is forwarded on its own thread, so a ping is not
+        queued behind a long tool call. Answers to requests already read are still
+        written after EOF."""
+        workers = []
+        while line := stdin.readline():
+            if not line.strip():
+                continue
+            self._slots.acquire()
+            worker = threading.Thread(target=self._handle, args=(line,), daemon=True)
+            worker.start()
+            workers = [w for w in workers if w.is_alive()] + [worker]
+        for worker in workers:
+            worker.join()
+        self.http.close()
+
+    def write(self, message: Any) -> None:
+        """One message, one line on stdout, written whole. Past a closed stdout (the
+        client went away) nothing more is written."""
+        data = (json.dumps(message, ensure_ascii=False) + "\n").encode()
+        with self._write_lock:
+            if self._closed:
+                return
+            try:
+                while data:
+                    data = data[os.write(sys.stdout.fileno(), data) :]
+            except OSError:
+                self._closed = True
+
+    # --- one message ---
+
+    def _handle(self, line: bytes) -> None:
         try:
-            async with upstream() as client:
-                return await client.call_tool(params.name, params.arguments or {})
-        except Exception as exc:  # the service being unreachable is the agent's news
-            message = f"the pps service at {url} did not answer: {type(exc).__name__}: {exc}"
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=message)], is_error=True
-            )
+            try:
+                message = json.loads(line)
+            except ValueError:
+                self.write(_error(None, -32700, "Parse error: a line that is not JSON"))
+                return
+            self._forward(message)
+        except Exception as exc:  # a thread's traceback would reach stderr; say it in one line
+            self._fail(_request_in(line), f"the pps relay failed: {type(exc).__name__}: {exc}")
+        finally:
+            self._slots.release()
 
-    return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
+    def _forward(self, message: Any) -> None:
+        request_id = message.get("id") if _is_request(message) else None
+        initialize = _is_request(message) and message["method"] == "initialize"
+        try:
+            answered = self._post(message, request_id, initialize)
+        except Unanswered as exc:
+            if initialize and exc.down:
+                _warn(f"{exc}; calls will say so until it answers")
+                self.write(self._local_initialize(message))
+                return
+            if initialize:
+                _warn(str(exc))
+            self._fail(message, str(exc))  # a notification has nobody waiting: nothing
+            return
+        if request_id is not None and not answered:
+            self._fail(message, f"the pps service at {self.url} ended without an answer")
+
+    def _post(self, message: Any, request_id: Any, initialize: bool) -> bool:
+        """POST one message; write what comes back. True once the request's answer was
+        written. Raises Unanswered when there is nothing MCP to pass on."""
+        timeout = INITIALIZE_TIMEOUT if initialize else CALL_TIMEOUT
+        body = json.dumps(message).encode()
+        answered = False
+        try:
+            with self.http.stream("POST", self.url, content=body, timeout=timeout) as response:
+                if response.status_code == 401:
+                    raise Unanswered(f"401: the token is not valid for {self.url}")
+                if response.status_code in (502, 503, 504):
+                    raise Unanswered(self._down(f" ({_status(response)})"), down=True)
+                for reply in self._replies(response):
+                    if _is_response(reply):
+                        # Errors of the transport itself carry no id; this POST held one request.
+                        if reply.get("id") is None and request_id is not None:
+                            reply = {**reply, "id": request_id}
+                        if initialize and "result" in reply:
+                            self._negotiated(reply["result"])
+                        answered |= reply.get("id") == request_id
+                    self.write(reply)
+        except httpx.TimeoutException:
+            if answered:
+                return True
+            raise Unanswered(
+                self._down(f" (no answer within {timeout.read:.0f} s)"), down=True
+            ) from None
+        except httpx.TransportError:
+            if answered:
+                return True
+            raise Unanswered(self._down(), down=True) from None
+        return answered
+
+    def _replies(self, response: httpx.Response) -> Iterator[Any]:
+        """The JSON-RPC messages in a response, as they arrive: a JSON body, or the `data:`
+        of each event of an event stream. Nothing for 202 (a notification). Raises
+        Unanswered for a body that is not JSON-RPC (a proxy's page, a problem document)."""
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            data: list[str] = []
+            for line in itertools.chain(response.iter_lines(), [""]):
+                if line.startswith("data:"):
+                    data.append(line[5:].removeprefix(" "))
+                elif not line and data:
+                    yield self._jsonrpc("\n".join(data).encode(), response)
+                    data = []
+        elif raw := response.read().strip():
+            yield self._jsonrpc(raw, response)
+        elif not response.is_success:
+            raise Unanswered(f"the pps service at {self.url} answered {_status(response)}")
+
+    def _jsonrpc(self, raw: bytes, response: httpx.Response) -> Any:
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            reply = None
+        if (isinstance(reply, list) and all(map(_is_jsonrpc, reply))) or _is_jsonrpc(reply):
+            return reply
+        raise Unanswered(
+            f"the pps service at {self.url} answered {_status(response)}"
+            " with something that is not JSON-RPC"
+        )
+
+    def _negotiated(self, result: Any) -> None:
+        """Later requests carry the protocol version the service chose, as MCP asks."""
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(version, str):
+            self.http.headers["mcp-protocol-version"] = version
+
+    def _local_initialize(self, message: dict) -> dict:
+        """The answer to `initialize` while the service is down: the client's own protocol
+        version (no header is sent for it, so the service will assume its default)."""
+        params = message.get("params") or {}
+        return {
+            "jsonrpc": "2.0",
+            "id": message["id"],
+            "result": {
+                "protocolVersion": params.get("protocolVersion", "2025-03-26"),
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": self.name, "version": self.version},
+            },
+        }
+
+    def _fail(self, message: Any, line: str) -> None:
+        """Tell the client a request failed: a tool call gets a tool error, which the model
+        reads; any other request gets a JSON-RPC error with the same line."""
+        if not _is_request(message):
+            return
+        if message["method"] == "tools/call":
+            result = {"content": [{"type": "text", "text": line}], "isError": True}
+            self.write({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        else:
+            code = TOKEN_REFUSED if line.startswith("401") else NOT_ANSWERING
+            self.write(_error(message["id"], code, line))
+
+    def _down(self, why: str = "") -> str:
+        return f"the pps service at {self.url} is not answering{why}"
 
 
-async def serve(url: str, token: str, name: str) -> None:
-    server = bridge(url, token, name)
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+def relay(url: str, token: str, name: str, version: str) -> None:
+    """Relay stdin/stdout to the profile at `url` until stdin ends. Ctrl-C ends it quietly
+    (SIGTERM's default already does: it prints nothing)."""
+    with contextlib.suppress(KeyboardInterrupt):
+        Relay(url, token, name, version).run(sys.stdin.buffer)
+
+
+def _is_request(message: Any) -> bool:
+    return isinstance(message, dict) and "method" in message and message.get("id") is not None
+
+
+def _is_response(message: Any) -> bool:
+    return isinstance(message, dict) and ("result" in message or "error" in message)
+
+
+def _is_jsonrpc(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("jsonrpc") == "2.0"
+
+
+def _request_in(line: bytes) -> Any:
+    """The message in `line` if it is a request (to answer it after a failure), else None."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if _is_request(message) else None
+
+
+def _error(request_id: Any, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _status(response: httpx.Response) -> str:
+    return f"{response.status_code} {response.reason_phrase}".strip()
+
+
+def _warn(line: str) -> None:
+    sys.stderr.write(f"pps mcp: {line}\n")
+    sys.stderr.flush()
+
+
+def _is_loopback(host: str) -> bool:
+    """Loopback URLs skip proxy settings from the environment (as ingest.client does)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,4 +1,8 @@
-"""`pps mcp`: the stdio bridge for MCP clients that spawn a command."""
+"""`pps mcp`: the stdio relay for MCP clients that spawn a command.
+
+A client waits for this command to answer `initialize`, so nothing heavy is imported here
+or in what it runs: the relay (mcp_bridge.stdio) is the standard library and httpx.
+"""
 
 from __future__ import annotations
 
@@ -20,20 +24,18 @@ def mcp_stdio(
     ] = None,
     port: Port = None,
 ) -> None:
-    """Serve an MCP profile on stdio, forwarding every call to the running service with the
+    """Relay an MCP profile to stdio: every message goes to the running service with the
     entity's token (from PPS_TOKEN or PPS_TOKEN_FILE)."""
-    import anyio
+    from importlib.metadata import version
 
     from ingest.client import ClientConfigError, read_token, service_url
-    from mcp_bridge import stdio
-    from mcp_bridge.mount import PROFILES
+    from mcp_bridge import PATHS, stdio
 
-    if profile not in PROFILES:
-        fail(f"unknown profile {profile!r}: use one of {', '.join(PROFILES)}")
+    if profile not in PATHS:
+        fail(f"unknown profile {profile!r}: use one of {', '.join(PATHS)}")
     settings = settings_for(port=port, url=url, token_file=token_file)
     try:
         token = read_token(settings)
     except ClientConfigError as exc:
         fail(str(exc))
-    path, _ = PROFILES[profile]
-    anyio.run(stdio.serve, service_url(settings) + path, token, f"pps-{profile}")
+    stdio.relay(service_url(settings) + PATHS[profile], token, profile, version("pps"))

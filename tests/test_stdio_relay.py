@@ -1,0 +1,274 @@
+"""`pps mcp`, the stdio relay, as a client spawns it: the MCP SDK's own stdio client on
+every profile, and raw JSON-RPC on the pipes for what a client sees when the token is
+wrong or the service is down (one readable line, never a traceback). The relay is tested
+as a process against a real `pps serve`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from importlib.metadata import version
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from pps.process import free_port
+from tests.mcp_client import call, session
+from tests.searching import home, write
+
+PPS_MCP = [sys.executable, "-m", "pps.cli", "mcp"]
+"""How the relay is spawned; the one place to change it."""
+READ_TIMEOUT = 30
+HEAVY = (
+    "numpy",
+    "faiss",
+    "onnxruntime",
+    "fastembed",
+    "graphiti_core",
+    "openai",
+    "anthropic",
+    "fastapi",
+    "uvicorn",
+    "mcp",
+    "pydantic",
+)
+
+
+def initialize(request_id=1) -> dict:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+
+
+def request(request_id, method, **params) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+class Relay:
+    """A `pps mcp` child driven over its pipes; every read waits at most READ_TIMEOUT."""
+
+    def __init__(self, url: str, token: str, profile: str = "pps"):
+        self.proc = subprocess.Popen(
+            [*PPS_MCP, "--profile", profile, "--url", url],
+            env={**os.environ, "PPS_TOKEN": token, "PPS_TOKEN_FILE": ""},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def send(self, message: dict) -> None:
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def read(self) -> dict:
+        return json.loads(self.lines.get(timeout=READ_TIMEOUT))
+
+    def close(self) -> tuple[list[bytes], str]:
+        """End stdin (how a client stops it); the lines it wrote since, and its stderr."""
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=READ_TIMEOUT) == 0
+        self.reader.join(READ_TIMEOUT)
+        return list(self.lines.queue), self.proc.stderr.read().decode()
+
+    def __enter__(self) -> Relay:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def token_of(client) -> str:
+    return client.headers["Authorization"].removeprefix("Bearer ")
+
+
+# --- the SDK's stdio client, on every profile -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("profile", "path", "tool", "arguments"),
+    [
+        ("pps", "/mcp", "store_event", {"content": "over stdio", "event_uid": "s-1"}),
+        (
+            "wordwalker",
+            "/mcp/wordwalker",
+            "store",
+            {"text": "over stdio", "category": "work", "tags": ["stdio"]},
+        ),
+        ("openclaw", "/mcp/openclaw", "memory_get", {"path": "MEMORY.md"}),
+        ("shared-memory", "/mcp/shared-memory", "memory_add", {"text": "over stdio"}),
+    ],
+)
+def test_each_profile_through_the_relay(
+    server, make_client, tmp_path, profile, path, tool, arguments
+):
+    client = make_client()
+    write(server, client, "MEMORY.md", "over stdio\n")
+    token_file = tmp_path / "token"
+    token_file.write_text(token_of(client))
+    options = ["--profile", profile, "--url", server.url, "--token-file", str(token_file)]
+    params = StdioServerParameters(
+        command=PPS_MCP[0],
+        args=[*PPS_MCP[1:], *options],
+        env={**os.environ, "PPS_TOKEN": ""},
+    )
+
+    async def run():
+        async with Client(params) as relay:
+            names = {listed.name for listed in (await relay.list_tools()).tools}
+            failed = await relay.call_tool(tool, {})
+            return names, await call(relay, tool, **arguments), failed
+
+    async def listed(direct):
+        return {listed.name for listed in (await direct.list_tools()).tools}
+
+    names, answer, failed = asyncio.run(run())
+    assert names == session(server.url + path, token_of(client), listed)
+    assert tool in names
+    assert failed.is_error  # the service's own tool error, passed on
+    if tool == "store_event":
+        events = client.get("/v1/events").json()["events"]
+        assert [e["content"] for e in events] == ["over stdio"]
+    elif tool == "memory_get":
+        assert answer["text"] == "over stdio"
+    else:
+        assert "over stdio" in (home(server, client) / answer["path"]).read_text()
+
+
+# --- raw JSON-RPC on the pipes ------------------------------------------------------------
+
+
+def test_initialize_comes_from_the_service_and_notifications_get_no_answer(server, make_client):
+    client = make_client()
+    with Relay(server.url, token_of(client)) as relay:
+        relay.send(initialize())
+        answer = relay.read()
+        assert answer["id"] == 1 and answer["result"]["protocolVersion"] == "2025-06-18"
+        assert answer["result"]["serverInfo"]["name"] == "pps"  # the service's own name
+        relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        relay.send(request(2, "ping"))
+        assert relay.read() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        relay.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}})
+        left, stderr = relay.close()
+    assert left == [] and stderr == ""
+
+
+def test_requests_sent_together_are_all_answered(server, make_client):
+    client = make_client()
+    with Relay(server.url, token_of(client)) as relay:
+        relay.send(initialize())
+        relay.read()
+        methods = ["tools/list", "ping", "tools/list", "ping", "tools/list"]
+        for n, method in enumerate(methods, start=10):
+            relay.send(request(n, method))
+        answers = {answer["id"]: answer for answer in (relay.read() for _ in methods)}
+        relay.close()
+    assert sorted(answers) == list(range(10, 10 + len(methods)))
+    assert all("result" in answer for answer in answers.values())
+
+
+def test_the_services_json_rpc_errors_pass_through(server, make_client):
+    client = make_client()
+    with Relay(server.url, token_of(client)) as relay:
+        relay.send(initialize())
+        relay.read()
+        relay.send(request(2, "no/such/method"))
+        answer = relay.read()
+        relay.close()
+    assert answer["id"] == 2 and answer["error"]["code"] == -32601
+
+
+def test_a_wrong_token_fails_initialize_with_one_line(server):
+    url = f"{server.url}/mcp/wordwalker"
+    with Relay(server.url, "pps_not_a_token", "wordwalker") as relay:
+        relay.send(initialize())
+        answer = relay.read()
+        _, stderr = relay.close()
+    assert answer["id"] == 1 and "result" not in answer
+    assert answer["error"]["message"] == f"401: the token is not valid for {url}"
+    assert stderr.count("\n") == 1 and stderr.endswith(f"401: the token is not valid for {url}\n")
+    assert "Traceback" not in stderr
+
+
+def test_a_token_revoked_later_is_a_tool_error(server, make_client):
+    client = make_client()
+    with Relay(server.url, token_of(client)) as relay:
+        relay.send(initialize())
+        assert "result" in relay.read()
+        server.pps("entity", "rotate", client.entity)
+        relay.send(request(2, "tools/call", name="store_event", arguments={"content": "x"}))
+        called = relay.read()
+        relay.send(request(3, "tools/list"))
+        listed = relay.read()
+        _, stderr = relay.close()
+    line = f"401: the token is not valid for {server.url}/mcp"
+    assert called["result"] == {"content": [{"type": "text", "text": line}], "isError": True}
+    assert listed["error"]["message"] == line
+    assert "Traceback" not in stderr
+
+
+def test_a_stopped_service_still_initializes_and_calls_say_it_is_down():
+    url = f"http://127.0.0.1:{free_port()}"
+    with Relay(url, "pps_whatever", "shared-memory") as relay:
+        relay.send(initialize(7))
+        started = relay.read()
+        relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        relay.send(request(8, "tools/call", name="memory_stats", arguments={}))
+        called = relay.read()
+        relay.send(request(9, "tools/list"))
+        listed = relay.read()
+        left, stderr = relay.close()
+    assert started["id"] == 7 and started["result"] == {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {"listChanged": False}},
+        "serverInfo": {"name": "shared-memory", "version": version("pps")},
+    }
+    line = f"the pps service at {url}/mcp/shared-memory is not answering"
+    assert called["id"] == 8 and called["result"]["isError"] is True
+    assert called["result"]["content"] == [{"type": "text", "text": line}]
+    assert listed["id"] == 9 and listed["error"]["message"] == line
+    assert left == []
+    assert stderr.count("\n") == 1 and line in stderr and "Traceback" not in stderr
+
+
+def test_the_relay_imports_nothing_heavy():
+    script = "import json, sys, mcp_bridge.stdio; print(json.dumps(list(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = {name.partition(".")[0] for name in json.loads(done.stdout)}
+    assert loaded.isdisjoint(HEAVY), sorted(loaded & set(HEAVY))
+
+
+@pytest.mark.parametrize("signal_", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_and_sigterm_end_it_without_a_traceback(server, make_client, signal_):
+    with Relay(server.url, token_of(make_client())) as relay:
+        relay.send(initialize())
+        assert "result" in relay.read()  # it is up, waiting on stdin
+        relay.proc.send_signal(signal_)
+        relay.proc.wait(timeout=READ_TIMEOUT)
+        assert relay.proc.stderr.read() == b""
