@@ -45,6 +45,3 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
         bad |= status in ("down", "refused", "failing")
     if bad:
         raise typer.Exit(1)
-
-
-# --- mcp: the stdio bridge for clients that spawn a command ---
