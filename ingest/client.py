@@ -18,11 +18,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
-from engine.store.config import Settings, is_loopback
+from engine.store.config import Settings
+from ingest.http import service_client
 from ingest.spool import Spool
 
 _STOP = "stop"
@@ -56,11 +56,7 @@ class Client:
         self.spool = spool
         self.timeout = timeout
         self.batch = batch
-        self._http = httpx.Client(
-            base_url=self.url,
-            headers={"Authorization": f"Bearer {token}"},
-            trust_env=not is_loopback(urlsplit(self.url).hostname or ""),
-        )
+        self._http = service_client(self.url, token, base_url=self.url)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Client:

@@ -16,7 +16,6 @@ service is back. The service's own JSON-RPC errors pass through unchanged.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import itertools
 import json
 import os
@@ -24,9 +23,10 @@ import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
+
+from ingest.http import service_client
 
 TOKEN_REFUSED = -32001
 """JSON-RPC error code for a token the service refuses."""
@@ -56,14 +56,14 @@ class Relay:
         self.url = url
         self.name = name
         self.version = version
-        self.http = httpx.Client(
+        self.http = service_client(
+            url,
+            token,
             headers={
-                "Authorization": f"Bearer {token}",
                 "Content-Type": "application/json",
                 "Accept": "application/json, text/event-stream",
             },
             timeout=CALL_TIMEOUT,
-            trust_env=not _is_loopback(urlsplit(url).hostname or ""),
         )
         self._write_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(IN_FLIGHT)
@@ -269,13 +269,3 @@ def _status(response: httpx.Response) -> str:
 def _warn(line: str) -> None:
     sys.stderr.write(f"pps mcp: {line}\n")
     sys.stderr.flush()
-
-
-def _is_loopback(host: str) -> bool:
-    """Loopback URLs skip proxy settings from the environment (as ingest.client does)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

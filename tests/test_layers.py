@@ -38,7 +38,7 @@ ENGINE_RANKS = {
 MAY_IMPORT = {
     "engine": {"engine"},
     "ingest": {"ingest", "engine"},
-    "mcp_bridge": {"mcp_bridge", "engine"},
+    "mcp_bridge": {"mcp_bridge", "engine", "ingest"},
     "pps": {"pps", "engine", "mcp_bridge", "ingest"},
 }
 HEAVY = [

@@ -6,12 +6,13 @@ Every setting is listed with a comment in `.env.example`. Command-line flags
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from engine.store.net import is_loopback
 
 
 class Settings(BaseSettings):
@@ -242,12 +243,3 @@ class Settings(BaseSettings):
     @property
     def binds_loopback(self) -> bool:
         return is_loopback(self.host)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
