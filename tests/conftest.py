@@ -1,28 +1,188 @@
-"""Fixtures: a real `pps serve` on a free port with its own data dir, and entities on it."""
+"""Fixtures: the real app served over real HTTP with its own data dir, entities on it, and
+the one way tests wait for something to become true.
+
+`server` is the real `pps.app.create_app` run by a real `uvicorn.Server` on a free
+127.0.0.1 port, in a thread of the test process (`AppServer`): REST and the MCP SDK's
+clients talk to it over HTTP exactly as to `pps serve`, without the seconds a child
+process costs to start. Tests about the process itself (SIGKILL, SIGSTOP, a restart
+after a crash, the `pps` command, hooks run as Claude Code runs them) still start a
+`pps serve` child (`pps.process.ServerProcess`).
+"""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 import pytest
+import uvicorn
+from typer.testing import CliRunner
 
-from pps.process import ServerProcess
+from engine.capture import entities
+from engine.store.config import Settings
+from engine.store.db import Database
 from tests.stub_llm import StubLLM
 
 _names = itertools.count()
+T = TypeVar("T")
+
+
+def wait_for(condition: Callable[[], T], timeout: float = 15.0, what: str = "the condition") -> T:
+    """Poll `condition()` until it is truthy and return its value; fail after `timeout`
+    seconds. The only way a test waits for something done in the background."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+class Clock:
+    """A clock for the queue's leases and the episode windows' idle gap that moves only
+    when the test says: it starts at the real now; `advance(s)` is s seconds later."""
+
+    def __init__(self):
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
 
 
 # Most modules test layers that do not need the graph; the graph's own tests (and recall's)
-# start servers with it. Starting a FalkorDB child per module would only cost time.
-NO_GRAPH = {"GRAPH_BACKEND": "none"}
+# start servers with it. Starting a FalkorDB per module would only cost time.
+NO_GRAPH = {"graph_backend": "none"}
+
+
+def settings_env(**fields: Any) -> dict[str, str]:
+    """Settings fields as the environment variables that set them (for child processes
+    and the `pps` command): `graph_backend` is GRAPH_BACKEND, `queue_lease_s` is
+    PPS_QUEUE_LEASE_S (engine/store/config.py names the ones without the prefix)."""
+    env = {}
+    for name, value in fields.items():
+        alias = Settings.model_fields[name].validation_alias
+        key = alias.choices[0] if alias is not None else f"PPS_{name.upper()}"
+        if value is None:
+            env[key] = ""
+        elif isinstance(value, bool):
+            env[key] = "true" if value else "false"
+        elif isinstance(value, list | dict):
+            env[key] = json.dumps(value)
+        else:
+            env[key] = str(value)
+    return env
+
+
+class AppServer:
+    """The real app on a real uvicorn server in a thread of this process, with its own
+    data dir: `.url`, `.port`, `.data_dir`, `.db` (the app's open Database), `.pps(...)`.
+    `stop()` and `start()` again serve the same data dir on the same port, as a restarted
+    `pps serve` would (a fresh app: the database opened again, the workers started)."""
+
+    def __init__(self, data_dir: Path, **settings: Any):
+        self.data_dir = Path(data_dir)
+        self.overrides = {**NO_GRAPH, **settings}
+        self._socket = _listening_socket(0)
+        self.port = self._socket.getsockname()[1]
+        self.settings = Settings(data_dir=self.data_dir, port=self.port, **self.overrides)
+        self.app = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def db(self) -> Database:
+        return self.app.state.db
+
+    def start(self, timeout: float = 60) -> AppServer:
+        from pps.app import create_app
+
+        if self._socket is None:
+            self._socket = _listening_socket(self.port)
+        self.app = create_app(self.settings)
+        config = uvicorn.Config(
+            self.app,
+            log_config=None,  # the test's logging, as pytest captures it
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+        )
+        server = self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [self._socket]}, name="app-server", daemon=True
+        )
+        self._thread.start()
+        thread = self._thread
+        wait_for(lambda: server.started or not thread.is_alive(), timeout, "the app to start")
+        if not server.started:
+            self.stop()
+            raise RuntimeError("the app did not start (its lifespan failed: see the log)")
+        return self
+
+    def stop(self) -> None:
+        """What SIGTERM does to `pps serve`: requests finish, the lifespan shuts down."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(30)
+            assert not self._thread.is_alive(), "the app did not shut down within 30 s"
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._thread = self._socket = None
+
+    def pps(self, *args: str) -> str:
+        """Run a `pps` command against this server's data dir and settings, in process;
+        return its stdout (raises if it exits non-zero, as `check=True` would)."""
+        from pps.cli import app
+
+        umask = os.umask(0o077)  # the command sets it for its process; put it back after
+        try:
+            result = CliRunner().invoke(
+                app, [*args, "--data-dir", str(self.data_dir)], env=settings_env(**self.overrides)
+            )
+        finally:
+            os.umask(umask)
+        if result.exit_code != 0:
+            raise AssertionError(
+                f"pps {' '.join(args)} exited {result.exit_code}: {result.stderr}"
+            ) from result.exception
+        return result.stdout
+
+    def __enter__(self) -> AppServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _listening_socket(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[ServerProcess]:
-    with ServerProcess(tmp_path_factory.mktemp("pps") / "data", env=NO_GRAPH) as proc:
-        yield proc
+def server(tmp_path_factory) -> Iterator[AppServer]:
+    with AppServer(tmp_path_factory.mktemp("pps") / "data") as app:
+        yield app
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +192,16 @@ def stub():
         yield llm
 
 
-def connect(server: ServerProcess, token: str | None) -> httpx.Client:
+def create_entity(data_dir: Path, name: str) -> str:
+    """Create an entity in a data dir (as `pps entity create` does); return its token."""
+    db = Database.open(Settings(data_dir=data_dir))
+    try:
+        return entities.create(db, name)
+    finally:
+        db.close()
+
+
+def connect(server, token: str | None) -> httpx.Client:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.Client(base_url=server.url, headers=headers, timeout=30)
 
@@ -44,8 +213,7 @@ def make_client(server):
 
     def make(name: str | None = None) -> httpx.Client:
         name = name or f"entity-{next(_names)}"
-        token = server.pps("entity", "create", name).strip()
-        client = connect(server, token)
+        client = connect(server, entities.create(server.db, name))
         client.entity = name
         clients.append(client)
         return client

@@ -1,9 +1,8 @@
-"""What the search tests share: an entity's home on disk, a search call, and waiting for
-the index to catch up with a change made behind its back."""
+"""What the search tests share: an entity's home on disk and a search call (they wait for
+the index to catch up with a change made behind its back with `tests.conftest.wait_for`)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 
@@ -27,15 +26,3 @@ def search(client, query: str, **options) -> dict:
 
 def texts(body: dict) -> list[str]:
     return [r["text"] for r in body["results"]]
-
-
-def wait_for(predicate, timeout: float = 15.0, interval: float = 0.1):
-    """Poll until `predicate()` is truthy; return its value, or fail after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true within {timeout} s")
-        time.sleep(interval)

@@ -7,16 +7,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from pps.process import ServerProcess
-from tests.conftest import NO_GRAPH
+from tests.conftest import AppServer
 from tests.searching import home, texts
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[ServerProcess]:
-    env = {**NO_GRAPH, "PPS_SEARCH_WATCH": "false", "PPS_SEARCH_RESCAN_S": "3600"}
-    with ServerProcess(tmp_path_factory.mktemp("pps") / "data", env=env) as proc:
-        yield proc
+def server(tmp_path_factory) -> Iterator[AppServer]:
+    data_dir = tmp_path_factory.mktemp("pps") / "data"
+    with AppServer(data_dir, search_watch=False, search_rescan_s=3600) as app:
+        yield app
 
 
 def anchor_search(client, query: str) -> dict:

@@ -11,7 +11,7 @@ import time
 import httpx
 
 from pps.process import ServerProcess
-from tests.conftest import connect
+from tests.conftest import connect, create_entity
 
 TOTAL = 5000
 
@@ -45,7 +45,7 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path):
         for i in range(TOTAL)
     ]
     server = ServerProcess(tmp_path / "data").start()
-    token = server.pps("entity", "create", "lyra").strip()
+    token = create_entity(server.data_dir, "lyra")
     acked: set[str] = set()
     stop = threading.Event()
     kill_after = rng.randint(500, 4000)

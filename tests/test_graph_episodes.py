@@ -4,8 +4,6 @@ episode uuid."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from engine.capture import entities
@@ -16,6 +14,7 @@ from engine.runtime import CAPTURE_LISTENERS
 from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
+from tests.conftest import Clock
 
 
 @pytest.fixture
@@ -64,9 +63,10 @@ def test_a_window_closes_when_full_and_the_rest_waits(db):
 
 def test_an_idle_window_closes(db):
     uids = [record(db, event_uid=f"t{n}") for n in range(2)]  # well within the gap
-    quick = Window(max_turns=20, max_chars=10_000, idle_s=0.5)
+    clock = Clock()  # now, or just after the turns arrived
+    quick = Window(max_turns=20, max_chars=10_000, idle_s=0.5, clock=clock)
     assert episodes.close_windows(db, quick) == []
-    time.sleep(0.6)
+    clock.advance(0.6)
     (closed,) = episodes.close_windows(db, quick)
     assert covered(db, closed) == uids
 

@@ -1,5 +1,5 @@
-"""Layer 3 end to end: a real `pps serve` (its own embedded FalkorDB, the real embedding
-model) fed by the stub LLM over HTTP. Faults: the LLM failing or absent, FalkorDB killed
+"""Layer 3 end to end: the real app on real HTTP (its own embedded FalkorDB, the real
+embedding model) fed by the stub LLM over HTTP. Faults: the LLM failing or absent, FalkorDB killed
 mid-run or down for a delete, the engine killed with SIGKILL mid-job; and a replay into
 an empty graph."""
 
@@ -11,8 +11,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -23,16 +23,17 @@ from engine.graph.server import FalkorServer
 from engine.graph.store import GraphStore
 from engine.store.config import Settings
 from pps.process import ServerProcess, free_port
+from tests.conftest import AppServer, create_entity, settings_env, wait_for
 
 FAST = {
-    "PPS_GRAPH_EPISODE_IDLE_S": "0.3",
-    "PPS_GRAPH_SWEEP_S": "0.1",
-    "PPS_QUEUE_POLL_S": "0.05",
-    "PPS_QUEUE_BACKOFF_INITIAL_S": "0.1",
-    "PPS_QUEUE_BACKOFF_MAX_S": "0.3",
-    "PPS_LLM_TIMEOUT_S": "5",
-    "GRAPH_BACKEND": "falkordb",
-    "GRAPH_URL": "",
+    "graph_episode_idle_s": 0.3,
+    "graph_sweep_s": 0.1,
+    "queue_poll_s": 0.05,
+    "queue_backoff_initial_s": 0.1,
+    "queue_backoff_max_s": 0.3,
+    "llm_timeout_s": 5,
+    "graph_backend": "falkordb",
+    "graph_url": None,
 }
 TURNS = [
     "I moved to Denver with Lyra last spring.",
@@ -41,34 +42,24 @@ TURNS = [
 ]
 
 
-def llm_env(stub: StubLLM | None) -> dict[str, str]:
+def llm_settings(stub: StubLLM | None) -> dict[str, Any]:
     if stub is None:
-        return {**FAST, "LLM_PROVIDER": "none"}
+        return {**FAST, "llm_provider": "none"}
     return {
         **FAST,
-        "LLM_PROVIDER": "openai_compatible",
-        "LLM_BASE_URL": stub.url,
-        "LLM_MODEL": "stub",
+        "llm_provider": "openai_compatible",
+        "llm_base_url": stub.url,
+        "llm_model": "stub",
     }
-
-
-def wait_for(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Entity:
     """An entity on a server, talking REST like a client would."""
 
-    def __init__(self, server: ServerProcess, name: str, create: bool = True):
+    def __init__(self, server: AppServer | ServerProcess, name: str, create: bool = True):
         self.server, self.name = server, name
         if create:
-            self.token = server.pps("entity", "create", name).strip()
+            self.token = create_entity(server.data_dir, name)
 
     @property
     def http(self) -> httpx.Client:
@@ -107,7 +98,7 @@ class Entity:
         )
 
 
-def jobs(server: ServerProcess) -> list[tuple]:
+def jobs(server: AppServer | ServerProcess) -> list[tuple]:
     with sqlite3.connect(server.data_dir / "pps.sqlite3") as conn:
         return conn.execute(
             "SELECT key, state, attempts, last_error FROM jobs WHERE kind = 'graph_episode'"
@@ -128,8 +119,8 @@ def graph_episodes(data_dir: Path, entity: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, stub):
-    with ServerProcess(tmp_path_factory.mktemp("graph") / "data", env=llm_env(stub)) as proc:
-        yield proc
+    with AppServer(tmp_path_factory.mktemp("graph") / "data", **llm_settings(stub)) as app:
+        yield app
 
 
 @pytest.fixture
@@ -231,7 +222,7 @@ def test_llm_500_three_times_then_recovers_lands_once(server, healthy):
     assert (state, attempts) == ("done", 4)
 
 
-def job_states(server: ServerProcess, entity: Entity) -> list[tuple[str, int]]:
+def job_states(server: AppServer, entity: Entity) -> list[tuple[str, int]]:
     """(state, attempts) of the entity's graph jobs, oldest episode first."""
     with entity.http as http:
         keys = [e["uuid"] for e in http.get("/v1/texture/timeline").json()["episodes"]][::-1]
@@ -259,7 +250,7 @@ def test_llm_failing_for_good_retries_and_says_why(server, healthy):
 
 
 def test_without_an_llm_jobs_wait_and_everything_else_works(tmp_path):
-    with ServerProcess(tmp_path / "data", env=llm_env(None)) as server:
+    with AppServer(tmp_path / "data", **llm_settings(None)) as server:
         rigel = Entity(server, "rigel")
         uids = rigel.say(*TURNS)
         waiting = wait_for(lambda: (s := rigel.stats())["jobs"]["waiting"] and s, 10, "a pause")
@@ -300,9 +291,10 @@ def test_delete_with_the_graph_down_answers_503_and_deletes_nothing(tmp_path, he
     where = (
         f"redis://127.0.0.1:{falkordb.port}" if falkordb.port else f"unix://{falkordb.socket_path}"
     )
-    env = {**llm_env(healthy), "GRAPH_URL": where}
     try:
-        with ServerProcess(tmp_path / "data", env=env) as server:
+        with AppServer(
+            tmp_path / "data", **{**llm_settings(healthy), "graph_url": where}
+        ) as server:
             deneb = Entity(server, "deneb")
             with deneb.http as http:
                 http.post("/v1/texture/triplets", json={"source": "Deneb", "target": "Oslo",
@@ -337,7 +329,7 @@ def test_delete_with_the_graph_down_answers_503_and_deletes_nothing(tmp_path, he
 
 def test_engine_killed_mid_job_is_reclaimed_and_lands_once(tmp_path, stub):
     stub.reset_counts()
-    env = {**llm_env(stub), "PPS_QUEUE_LEASE_S": "1.5"}
+    env = settings_env(**llm_settings(stub), queue_lease_s=1.5)
     server = ServerProcess(tmp_path / "data", env=env).start()
     try:
         altair = Entity(server, "altair")
@@ -359,8 +351,8 @@ def test_engine_killed_mid_job_is_reclaimed_and_lands_once(tmp_path, stub):
 
 def test_replay_into_an_empty_graph_gives_the_same_episodes(tmp_path, stub):
     stub.set_mode(None)
-    env = llm_env(stub)
-    with ServerProcess(tmp_path / "data", env=env) as server:
+    settings = llm_settings(stub)
+    with AppServer(tmp_path / "data", **settings) as server:
         mira = Entity(server, "mira")
         mira.say(*TURNS, session="one")
         mira.say("Mira studies Orion from Chile.", session="two")
@@ -369,7 +361,7 @@ def test_replay_into_an_empty_graph_gives_the_same_episodes(tmp_path, stub):
     before = graph_episodes(data_dir, "mira")
     assert len(before) == 2
     shutil.rmtree(data_dir / "graph")  # the graph is lost; the log is not
-    with ServerProcess(data_dir, env=env) as server:
+    with AppServer(data_dir, **settings) as server:
         graph = wait_for(
             lambda: (g := httpx.get(f"{server.url}/health").json()["components"]["graph"]).get(
                 "warning") and g, 15, "the empty graph to be reported",
@@ -377,7 +369,7 @@ def test_replay_into_an_empty_graph_gives_the_same_episodes(tmp_path, stub):
         assert "pps replay graph" in graph["warning"]
     replay = subprocess.run(
         [sys.executable, "-m", "pps.cli", "replay", "graph", "--data-dir", str(data_dir)],
-        env={**os.environ, **env, "PPS_PORT": str(free_port())},  # no server there
+        env={**os.environ, **settings_env(**settings), "PPS_PORT": str(free_port())},  # none there
         capture_output=True,
         text=True,
         timeout=120,

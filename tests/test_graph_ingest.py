@@ -22,6 +22,7 @@ from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.errors import NotFound
+from tests.conftest import wait_for
 
 TURNS = [
     "I moved to Denver with Lyra last spring.",
@@ -312,9 +313,8 @@ def test_an_empty_graph_next_to_its_log_is_replayed_when_configured(make_graph, 
     restarted.start()
     try:
         replay = "SELECT * FROM jobs WHERE key LIKE ?", (f"{job.key}/replay-%",)
-        wait = time.monotonic() + 10  # the check and the replay run in the background
-        while not db.conn.execute(*replay).fetchall() and time.monotonic() < wait:
-            time.sleep(0.05)
+        # The check and the replay run in the background.
+        wait_for(lambda: db.conn.execute(*replay).fetchall(), 10, "the replay to be queued")
         assert entity in restarted.empty_with_log
         (row,) = db.conn.execute(*replay)
         texture.handler(restarted, db, settings)(queue.Job.from_row(row))
@@ -335,13 +335,11 @@ def test_a_spent_budget_resumes_on_a_new_day(make_graph, stub):
     try:
         episode_job(db, entity)
         episode_job(db, entity, ["Jeff sold the Kayak."])
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            states = [r[0] for r in db.conn.execute(GRAPH_STATES)]
-            if states == ["done", "waiting"]:
-                break
-            time.sleep(0.05)
-        assert states == ["done", "waiting"]
+        wait_for(
+            lambda: [r[0] for r in db.conn.execute(GRAPH_STATES)] == ["done", "waiting"],
+            20,
+            "one episode done and the next waiting for tomorrow's budget",
+        )
         graph._lift_spent_budgets()
         assert db.conn.execute("SELECT COUNT(*) FROM queue_pauses").fetchone()[0] == 1
         with db.write() as conn:  # the pause was taken yesterday (UTC)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 from stub_llm import StubLLM
-from test_graph_http import TURNS, Entity, llm_env
+from test_graph_http import TURNS, Entity, llm_settings
 
-from pps.process import ServerProcess
+from tests.conftest import AppServer
 
 
 def _docker_problem() -> str | None:
@@ -36,14 +36,14 @@ def neo4j():
 
 def test_turns_to_facts_on_neo4j_with_isolation(tmp_path, neo4j):
     with StubLLM() as stub:
-        env = {
-            **llm_env(stub),
-            "GRAPH_BACKEND": "neo4j",
-            "GRAPH_URL": neo4j.get_connection_url(),
-            "NEO4J_USER": "neo4j",
-            "NEO4J_PASSWORD": "pps-test-password",
+        settings = {
+            **llm_settings(stub),
+            "graph_backend": "neo4j",
+            "graph_url": neo4j.get_connection_url(),
+            "neo4j_user": "neo4j",
+            "neo4j_password": "pps-test-password",
         }
-        with ServerProcess(tmp_path / "data", env=env) as server:
+        with AppServer(tmp_path / "data", **settings) as server:
             lyra, nexus = Entity(server, "lyra"), Entity(server, "nexus")
             uids = lyra.say(*TURNS)
             stats = lyra.ingested()

@@ -8,13 +8,13 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from falkordb import FalkorDB
 
 from engine.graph.server import FalkorServer
+from tests.conftest import wait_for
 
 
 def alive(pid: int) -> bool:
@@ -23,15 +23,6 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except FileNotFoundError:
         return False
-
-
-def wait_for(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
 
 
 def query(server: FalkorServer, cypher: str):
@@ -78,11 +69,11 @@ def test_an_orphan_from_a_killed_engine_is_stopped(tmp_path):
 
 def test_stop_is_clean_and_final(tmp_path):
     server = FalkorServer(tmp_path / "data").start()
-    pid = server.pid
+    pid, watcher = server.pid, server._watcher
     query(server, "CREATE (:Fact {text: 'flushed'})")
     server.stop()
     assert not server.running and not server.pid_file.exists() and not alive(pid)
-    time.sleep(0.5)
+    assert not watcher.is_alive()  # nothing is left that could bring it back
     assert server.restarts == 0  # the watcher did not bring it back
     with FalkorServer(tmp_path / "data") as again:
         assert query(again, "MATCH (f:Fact) RETURN f.text") == [["flushed"]]

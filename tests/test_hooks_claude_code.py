@@ -18,7 +18,7 @@ import pytest
 
 from engine.store import timestamps
 from pps.process import ServerProcess
-from tests.conftest import NO_GRAPH
+from tests.conftest import NO_GRAPH, AppServer, create_entity, settings_env
 from tests.fixtures_ingest import Transcript, all_events, client_env, pps, token_of
 
 
@@ -186,9 +186,9 @@ def test_unknown_event_or_missing_token_exits_0_and_says_why_in_the_log(session,
 
 
 def test_hooks_with_the_service_stopped_spool_and_exit_0_then_flush_delivers_once(tmp_path):
-    server = ServerProcess(tmp_path / "data", env=NO_GRAPH).start()
+    server = AppServer(tmp_path / "data").start()
     try:
-        token = server.pps("entity", "create", "lyra").strip()
+        token = create_entity(server.data_dir, "lyra")
         env = client_env(server.url, token, tmp_path)
         transcript = Transcript(tmp_path / "down.jsonl")
         server.stop()
@@ -220,9 +220,9 @@ def test_hooks_with_the_service_stopped_spool_and_exit_0_then_flush_delivers_onc
 
 
 def test_a_hung_service_does_not_stall_the_hook(tmp_path):
-    server = ServerProcess(tmp_path / "data", env=NO_GRAPH).start()
+    server = ServerProcess(tmp_path / "data", env=settings_env(**NO_GRAPH)).start()
     try:
-        token = server.pps("entity", "create", "lyra").strip()
+        token = create_entity(server.data_dir, "lyra")
         env = client_env(server.url, token, tmp_path, PPS_HOOK_BUDGET_S="1")
         transcript = Transcript(tmp_path / "hung.jsonl")
         server.proc.send_signal(signal.SIGSTOP)

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-from pps.process import ServerProcess
-from tests.conftest import NO_GRAPH
+from tests.conftest import AppServer, create_entity
 from tests.fixtures_ingest import (
     Transcript,
     all_events,
@@ -86,9 +85,9 @@ def test_a_session_captured_by_the_hooks_imports_as_duplicates(make_client, serv
 
 
 def test_import_with_the_service_stopped_spools_then_flush(tmp_path):
-    server = ServerProcess(tmp_path / "data", env=NO_GRAPH).start()
+    server = AppServer(tmp_path / "data").start()
     try:
-        token = server.pps("entity", "create", "lyra").strip()
+        token = create_entity(server.data_dir, "lyra")
         env = client_env(server.url, token, tmp_path, PPS_CLIENT_BATCH="5")
         write_sessions(tmp_path, sessions=3, rounds=4)
         server.stop()

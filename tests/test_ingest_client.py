@@ -16,10 +16,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from engine.capture import entities
 from ingest.client import Client
 from ingest.spool import Spool
 from pps.process import ServerProcess
-from tests.conftest import NO_GRAPH, connect
+from tests.conftest import NO_GRAPH, AppServer, connect, create_entity, settings_env
 from tests.fixtures_ingest import ROOT, all_events, client_env, pps, token_of
 
 
@@ -32,16 +33,23 @@ def turns(prefix: str, n: int) -> list[dict]:
 
 @pytest.fixture
 def own_server(tmp_path):
-    """A server of this test's own, which it may stop, freeze or kill."""
-    server = ServerProcess(tmp_path / "data", env=NO_GRAPH).start()
-    token = server.pps("entity", "create", "lyra").strip()
+    """A server of this test's own, which it may stop and start again."""
+    with AppServer(tmp_path / "data") as server:
+        yield server, entities.create(server.db, "lyra")
+
+
+@pytest.fixture
+def own_process(tmp_path):
+    """A `pps serve` of this test's own, which it may freeze (SIGSTOP)."""
+    server = ServerProcess(tmp_path / "data", env=settings_env(**NO_GRAPH)).start()
+    token = create_entity(server.data_dir, "lyra")
     yield server, token
     if server.proc and server.proc.poll() is None:
         server.proc.send_signal(signal.SIGCONT)
     server.stop()
 
 
-def stored_uids(server: ServerProcess) -> list[str]:
+def stored_uids(server: AppServer | ServerProcess) -> list[str]:
     with sqlite3.connect(server.data_dir / "pps.sqlite3") as db:
         return [r[0] for r in db.execute("SELECT event_uid FROM events ORDER BY id")]
 
@@ -78,8 +86,8 @@ def test_stopped_service_spools_and_the_next_flush_sends_in_order_once(own_serve
     assert stored_uids(server) == expected  # in spool order, each once
 
 
-def test_a_hung_service_does_not_hold_the_caller_past_its_deadline(own_server, tmp_path):
-    server, token = own_server
+def test_a_hung_service_does_not_hold_the_caller_past_its_deadline(own_process, tmp_path):
+    server, token = own_process
     server.proc.send_signal(signal.SIGSTOP)  # accepts connections, never answers
     spool = Spool(tmp_path / "spool.jsonl")
     with Client(server.url, token, spool, timeout=60) as client:

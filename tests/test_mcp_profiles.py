@@ -5,17 +5,13 @@ arguments, and another entity's memory out of reach through every one of them.""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
-
 import httpx
 import pytest
-from mcp import Client, StdioServerParameters
 
 from mcp_bridge import mount
+from tests.conftest import wait_for
 from tests.mcp_client import ToolFailed, call, session
-from tests.searching import home, wait_for, write
+from tests.searching import home, write
 
 PROFILES = {
     "wordwalker": {"search", "store"},
@@ -96,43 +92,6 @@ def test_each_profile_needs_a_valid_token(server, path):
         )
         assert response.status_code == 401
         assert response.json()["problems"][0]["field"] == "Authorization"
-
-
-@pytest.mark.parametrize(
-    ("profile", "tool", "arguments"),
-    [
-        ("wordwalker", "store", {"text": "over stdio", "category": "work", "tags": ["stdio"]}),
-        ("openclaw", "memory_get", {"path": "MEMORY.md"}),
-        ("shared-memory", "memory_add", {"text": "over stdio"}),
-    ],
-)
-def test_each_profile_over_the_stdio_bridge(
-    server, make_client, tmp_path, profile, tool, arguments
-):
-    client = make_client()
-    write(server, client, "MEMORY.md", "over stdio\n")
-    token_file = tmp_path / "token"
-    token_file.write_text(client.headers["Authorization"].removeprefix("Bearer "))
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            *("-m", "pps.cli", "mcp", "--profile", profile),
-            *("--url", server.url, "--token-file", str(token_file)),
-        ],
-        env={**os.environ, "PPS_TOKEN": ""},
-    )
-
-    async def run():
-        async with Client(params) as bridge:
-            names = {listed.name for listed in (await bridge.list_tools()).tools}
-            return names, await call(bridge, tool, **arguments)
-
-    names, answer = asyncio.run(run())
-    assert names == PROFILES[profile]
-    if tool == "memory_get":
-        assert answer["text"] == "over stdio"
-    else:
-        assert "over stdio" in (home(server, client) / answer["path"]).read_text()
 
 
 # --- Word Walker ---------------------------------------------------------------------

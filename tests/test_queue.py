@@ -9,6 +9,7 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -17,6 +18,7 @@ from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.queue import Pause, Policy, Workers
+from tests.conftest import Clock, wait_for
 
 FAST = Policy(lease_s=1.0, max_attempts=4, backoff_initial_s=0.05, backoff_max_s=0.2, poll_s=0.02)
 
@@ -33,15 +35,6 @@ def db(tmp_path):
 def add(db, key, entity="lyra", kind="work", payload=None):
     with db.write() as conn:
         queue.enqueue(conn, entity, kind, key, payload or {"key": key})
-
-
-def wait_for(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting")
 
 
 def states(db):
@@ -126,7 +119,7 @@ def test_pause_stops_one_entity_and_kind_without_burning_attempts(db):
     workers = run_workers(db, needs_key)
     try:
         wait_for(lambda: all(states(db)[f"n{n}"] == "done" for n in range(3)))
-        time.sleep(0.2)
+        assert queue.claim(db, "work", "another-worker", FAST) is None  # none is claimable
         lyra = {k: v for k, v in states(db).items() if k.startswith("l")}
         assert sorted(lyra.values()) == ["pending", "pending", "waiting"]
         status = queue.status(db, "lyra")
@@ -160,14 +153,24 @@ def test_retry_lifts_the_pause(db):
 
 
 def test_lease_is_renewed_while_a_long_job_runs(db):
+    clock = Clock()
+    # A short lease (by the clock) so that the keeper, which renews every lease_s / 3 of
+    # real time, comes round quickly; the lease itself only runs out when the clock moves.
+    policy = replace(FAST, lease_s=0.15, clock=clock)
     runs = []
 
-    def slow(job):
+    def lease():
+        return db.conn.execute("SELECT lease_expires_at FROM jobs").fetchone()[0]
+
+    def slow(job):  # runs for 2.5 leases, each step half a lease after the last renewal
         runs.append(job.key)
-        time.sleep(2.5 * FAST.lease_s)
+        for _ in range(5):
+            expires = lease()
+            clock.advance(policy.lease_s / 2)
+            wait_for(lambda: lease() != expires, what="the lease to be renewed")  # noqa: B023
 
     add(db, "long")
-    first, second = run_workers(db, slow), run_workers(db, slow)
+    first, second = run_workers(db, slow, policy), run_workers(db, slow, policy)
     try:
         wait_for(lambda: states(db) == {"long": "done"})
     finally:
@@ -177,11 +180,13 @@ def test_lease_is_renewed_while_a_long_job_runs(db):
 
 
 def test_expired_lease_is_claimed_again_and_the_late_finisher_is_ignored(db):
+    clock = Clock()
+    policy = replace(FAST, clock=clock)
     add(db, "orphan")
-    stale = queue.claim(db, "work", "dead-worker", FAST)
-    assert stale is not None and queue.claim(db, "work", "other", FAST) is None
-    time.sleep(FAST.lease_s + 0.1)
-    again = queue.claim(db, "work", "other", FAST)
+    stale = queue.claim(db, "work", "dead-worker", policy)
+    assert stale is not None and queue.claim(db, "work", "other", policy) is None
+    clock.advance(policy.lease_s + 0.1)
+    again = queue.claim(db, "work", "other", policy)
     assert again is not None and again.id == stale.id and again.attempts == 2
     assert queue.complete(db, stale, "dead-worker") is False
     assert queue.complete(db, again, "other") is True
@@ -200,7 +205,7 @@ def test_worker_process_killed_mid_job_is_reclaimed_and_finishes_once(db, tmp_pa
         def hang(job):
             pathlib.Path({str(started)!r}).write_text(job.key)
             time.sleep(600)
-        workers = Workers(db, Policy(lease_s=1.0, poll_s=0.02))
+        workers = Workers(db, Policy(lease_s={FAST.lease_s}, poll_s=0.02))
         workers.add("work", hang)
         workers.start()
         time.sleep(600)
@@ -214,8 +219,10 @@ def test_worker_process_killed_mid_job_is_reclaimed_and_finishes_once(db, tmp_pa
         child.wait()
     finally:
         child.kill()
+    clock = Clock()
+    clock.advance(FAST.lease_s + 0.1)  # the dead worker's lease has run out
     finished = []
-    workers = run_workers(db, lambda job: finished.append(job.key))
+    workers = run_workers(db, lambda job: finished.append(job.key), replace(FAST, clock=clock))
     try:
         wait_for(lambda: states(db) == {"survivor": "done"})
     finally:
@@ -226,10 +233,11 @@ def test_worker_process_killed_mid_job_is_reclaimed_and_finishes_once(db, tmp_pa
 
 def test_a_job_that_keeps_killing_its_worker_ends_dead(db):
     add(db, "poison")
-    policy = Policy(lease_s=0.2, max_attempts=2, poll_s=0.02)
+    clock = Clock()
+    policy = Policy(lease_s=0.2, max_attempts=2, poll_s=0.02, clock=clock)
     for _ in range(policy.max_attempts):
         assert queue.claim(db, "work", "doomed-worker", policy) is not None
-        time.sleep(policy.lease_s + 0.05)
+        clock.advance(policy.lease_s + 0.05)
     assert queue.claim(db, "work", "next", policy) is None
     [dead] = queue.status(db).dead
     assert dead.key == "poison" and "without finishing" in dead.last_error
@@ -246,8 +254,9 @@ def test_backoff_grows_with_jitter_and_is_capped():
 def test_status_counts_and_oldest_age(db):
     add(db, "a")
     add(db, "b", entity="nexus")
-    time.sleep(0.05)
-    status = queue.status(db, "lyra")
+    clock = Clock()  # now, or just after the jobs were created
+    clock.advance(0.05)
+    status = queue.status(db, "lyra", clock=clock)
     assert status.counts["pending"] == 1 and sum(status.counts.values()) == 1
     assert status.oldest_pending_age_s >= 0.05
     assert queue.status(db).counts["pending"] == 2
@@ -255,8 +264,7 @@ def test_status_counts_and_oldest_age(db):
 
 def test_rest_queue_is_per_entity(server, make_client):
     lyra, nexus = make_client(), make_client()
-    db = Database(server.data_dir / "pps.sqlite3")
-    with db.write() as conn:
+    with server.db.write() as conn:
         queue.enqueue(conn, lyra.entity, "unregistered-kind", "k1", {})
         conn.execute(
             "UPDATE jobs SET state = 'dead', last_error = 'boom', attempts = 8 WHERE key = 'k1'"
@@ -274,8 +282,7 @@ def test_rest_queue_is_per_entity(server, make_client):
 
 def test_cli_queue_shows_dead_jobs_and_retries(server, make_client):
     client = make_client()
-    db = Database(server.data_dir / "pps.sqlite3")
-    with db.write() as conn:
+    with server.db.write() as conn:
         queue.enqueue(conn, client.entity, "unregistered-kind", "cli-job", {})
         conn.execute(
             "UPDATE jobs SET state = 'dead', last_error = 'LLM said no' WHERE key = 'cli-job'"

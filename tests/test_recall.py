@@ -3,31 +3,26 @@ from every layer, with sources, a manifest, and the unsummarized count."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from pps.process import ServerProcess
-from tests.conftest import NO_GRAPH, connect
+from tests.conftest import AppServer, connect, wait_for
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     # Budgets are a safety net for a stuck layer; a busy test machine must not trip them.
-    env = {**NO_GRAPH, "PPS_RECALL_LOG": "true", "PPS_RECALL_BUDGET_MS": "20000"}
-    with ServerProcess(tmp_path_factory.mktemp("pps") / "data", env=env) as proc:
-        yield proc
+    data_dir = tmp_path_factory.mktemp("pps") / "data"
+    with AppServer(data_dir, recall_log=True, recall_budget_ms=20000) as app:
+        yield app
 
 
 def wait_searchable(client, query: str, tiers: str = "longform", timeout: float = 30):
     """Turns get their vectors from a background job; wait until the turn is found."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = client.post("/v1/search", json={"query": query, "tiers": tiers}).json()
-        if found["results"]:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{query!r} never became searchable")
+    wait_for(
+        lambda: client.post("/v1/search", json={"query": query, "tiers": tiers}).json()["results"],
+        timeout,
+        f"{query!r} to become searchable",
+    )
 
 
 @pytest.fixture

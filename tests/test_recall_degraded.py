@@ -9,15 +9,18 @@ import time
 
 import pytest
 
-from pps.process import ServerProcess
-from tests.conftest import connect
+from tests.conftest import AppServer, connect
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    env = {"GRAPH_BACKEND": "falkordb", "LLM_PROVIDER": "none", "PPS_RECALL_GRAPH_BUDGET_MS": "300"}
-    with ServerProcess(tmp_path_factory.mktemp("degraded") / "data", env=env) as proc:
-        yield proc
+    with AppServer(
+        tmp_path_factory.mktemp("degraded") / "data",
+        graph_backend="falkordb",
+        llm_provider="none",
+        recall_graph_budget_ms=300,
+    ) as app:
+        yield app
 
 
 def falkordb_pid(server) -> int:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.searching import search, texts, wait_for, write
+from tests.conftest import wait_for
+from tests.searching import search, texts, write
 
 
 def store(client, text: str, category: str = "relationship", tags=("robe",)) -> dict:

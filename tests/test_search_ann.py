@@ -9,9 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from pps.process import ServerProcess
-from tests.conftest import NO_GRAPH
-from tests.searching import search, wait_for
+from tests.conftest import AppServer, wait_for
+from tests.searching import search
 
 THRESHOLD = 600
 NAMES = ["Mara", "Tobias", "Ines", "Kofi", "Yuki", "Pavel", "Lena", "Arjun"]
@@ -21,10 +20,9 @@ PLACES = ["by the harbour", "in the attic", "at the market", "behind the school"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[ServerProcess]:
-    env = {**NO_GRAPH, "PPS_SEARCH_ANN_MIN_ROWS": str(THRESHOLD)}
-    with ServerProcess(tmp_path_factory.mktemp("ann") / "data", env=env) as proc:
-        yield proc
+def server(tmp_path_factory) -> Iterator[AppServer]:
+    with AppServer(tmp_path_factory.mktemp("ann") / "data", search_ann_min_rows=THRESHOLD) as app:
+        yield app
 
 
 def turns(count: int) -> list[dict]:

@@ -7,20 +7,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from pps.process import ServerProcess
-from tests.conftest import NO_GRAPH
-from tests.searching import search, texts, wait_for
+from tests.conftest import AppServer, wait_for
+from tests.searching import search, texts
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[ServerProcess]:
-    env = {
-        **NO_GRAPH,
-        "EMBEDDING_MODEL": "no-such-org/no-such-model",
-        "PPS_FRAGMENT_CATEGORIES": '["work", "doctrine"]',
-    }
-    with ServerProcess(tmp_path_factory.mktemp("pps") / "data", env=env) as proc:
-        yield proc
+def server(tmp_path_factory) -> Iterator[AppServer]:
+    with AppServer(
+        tmp_path_factory.mktemp("pps") / "data",
+        embedding_model="no-such-org/no-such-model",
+        fragment_categories=["work", "doctrine"],
+    ) as app:
+        yield app
 
 
 def test_search_falls_back_to_bm25_and_says_so(client):

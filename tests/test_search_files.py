@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from tests.searching import home, search, texts, wait_for, write
+from tests.conftest import wait_for
+from tests.searching import home, search, texts, write
 
 
 def paths(body: dict) -> list[str]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.searching import home, search, texts, wait_for, write
+from tests.conftest import wait_for
+from tests.searching import home, search, texts, write
 
 SAME = "The attic key hangs behind the calendar in the kitchen."
 

@@ -3,7 +3,8 @@ within seconds, once the embed_events job has run."""
 
 from __future__ import annotations
 
-from tests.searching import search, wait_for
+from tests.conftest import wait_for
+from tests.searching import search
 
 
 def turn(uid: str, content: str, **more) -> dict:

@@ -1,7 +1,7 @@
 """`pps mcp`, the stdio relay, as a client spawns it: the MCP SDK's own stdio client on
 every profile, and raw JSON-RPC on the pipes for what a client sees when the token is
 wrong or the service is down (one readable line, never a traceback). The relay is tested
-as a process against a real `pps serve`."""
+as a process against the real app on real HTTP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""summarize_messages with an LLM: a real `pps serve` asks the stub LLM (over the real
+"""summarize_messages with an LLM: the real app asks the stub LLM (over the real
 OpenAI-compatible wire) for a summary of the oldest unsummarized turns and stores it.
 Faults: the LLM failing in every way stores nothing; turns stored while it thinks stay
 unsummarized; two calls at once never cover the same turns; the daily budget holds."""
@@ -6,28 +6,26 @@ unsummarized; two calls at once never cover the same turns; the daily budget hol
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from mcp_client import ToolFailed, call, session
 
-from pps.process import ServerProcess
+from tests.conftest import AppServer, wait_for
 
 DAILY_CALLS = 4  # per entity: every test here but the budget's stays under it
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, stub):
-    env = {
-        "GRAPH_BACKEND": "none",
-        "LLM_PROVIDER": "openai_compatible",
-        "LLM_BASE_URL": stub.url,
-        "LLM_MODEL": "stub",
-        "PPS_LLM_TIMEOUT_S": "2",
-        "PPS_GRAPH_DAILY_CALLS": str(DAILY_CALLS),
-    }
-    with ServerProcess(tmp_path_factory.mktemp("summarize") / "data", env=env) as proc:
-        yield proc
+    with AppServer(
+        tmp_path_factory.mktemp("summarize") / "data",
+        llm_provider="openai_compatible",
+        llm_base_url=stub.url,
+        llm_model="stub",
+        llm_timeout_s=2,
+        graph_daily_calls=DAILY_CALLS,
+    ) as app:
+        yield app
 
 
 @pytest.fixture(autouse=True)
@@ -106,10 +104,11 @@ def test_a_failing_llm_stores_nothing(client, stub, fault, status, cause):
 def test_turns_stored_while_the_llm_thinks_stay_unsummarized(client, stub):
     ids = say(client, "First turn.", "Second turn.")
     stub.fail("slow")
+    asked = stub.calls
     answer = {}
     thinking = threading.Thread(target=lambda: answer.update(done=summarize(client)))
     thinking.start()
-    time.sleep(0.3)
+    wait_for(lambda: stub.calls > asked, what="the LLM to be asked")  # it is thinking now
     late = say(client, "Said while it thought.")
     backdated = say(client, "Imported, from long ago.", created_at="2001-01-01T00:00:00Z")
     thinking.join()
