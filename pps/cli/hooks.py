@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from pps.cli.options import Port, Url, fail, settings_for
+from pps.cli.options import ClientToken, Port, Url, fail, settings_for
 
 app = typer.Typer(
     help="Put the Claude Code hooks in a settings file, or take them out.", no_args_is_help=True
@@ -46,10 +46,7 @@ def hooks_install(
     user: Annotated[
         bool, typer.Option("--user", help="Into ~/.claude/settings.json (every project).")
     ] = False,
-    token_file: Annotated[
-        Path | None,
-        typer.Option("--token-file", help="The token file the hooks read [env: PPS_TOKEN_FILE]."),
-    ] = None,
+    token_file: ClientToken = None,
     url: Url = None,
     port: Port = None,
 ) -> None:

@@ -6,12 +6,11 @@ or in what it runs: the relay (mcp_bridge.stdio) is the standard library and htt
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from pps.cli.options import Port, Url, fail, settings_for
+from pps.cli.options import ClientToken, Port, Url, fail, settings_for
 
 
 def mcp_stdio(
@@ -19,9 +18,7 @@ def mcp_stdio(
         str, typer.Option("--profile", help="pps, wordwalker, openclaw or shared-memory.")
     ] = "pps",
     url: Url = None,
-    token_file: Annotated[
-        Path | None, typer.Option("--token-file", help="The entity token [env: PPS_TOKEN_FILE].")
-    ] = None,
+    token_file: ClientToken = None,
     port: Port = None,
 ) -> None:
     """Relay an MCP profile to stdio: every message goes to the running service with the

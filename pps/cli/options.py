@@ -26,6 +26,11 @@ Url = Annotated[
 TokenFile = Annotated[
     Path | None, typer.Option("--token-file", help="Also write the token to this file (0600).")
 ]
+ClientToken = Annotated[
+    Path | None,
+    typer.Option("--token-file", help="The entity's token file [env: PPS_TOKEN_FILE]."),
+]
+"""Which entity a client command acts as (else PPS_TOKEN_FILE or PPS_TOKEN)."""
 
 
 def settings_for(**overrides) -> Settings:
