@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
@@ -25,10 +26,12 @@ from engine.store.db import Database
 from engine.store.errors import (
     BadUpstream,
     Conflict,
+    FieldProblem,
     InputError,
     NotFound,
     Unavailable,
-    from_validation,
+    describe,
+    field_path,
 )
 
 # What a tool does to memory, for the client to show and to ask before.
@@ -58,10 +61,109 @@ class Profile:
         return register
 
     def build(self) -> MCPServer:
-        server = MCPServer(self.name, instructions=self.instructions, version=version("pps"))
+        server = _Server(self.name, instructions=self.instructions, version=version("pps"))
         for fn, marks in self.tools:
             server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=marks)
         return server
+
+
+class _Server(MCPServer):
+    """An MCPServer whose tools refuse bad arguments as tool errors in the words of
+    `tool_errors()`: "invalid input: limit: must be a whole number, not a string".
+
+    The SDK validates a call's arguments against the tool's argument model inside
+    `Tool.run` and raises a ToolError whose `__cause__` is the pydantic ValidationError
+    (its text: the model's name, pydantic's wording, links to pydantic's documentation).
+    `call_tool` is where every call passes, so that error is rewritten here, keeping the
+    cause (the SDK logs the names of the refused fields from it). Arguments the tool does
+    not take are refused too, rather than silently ignored (a misspelt `limt` would
+    otherwise change nothing and say nothing)."""
+
+    _accepted: dict[str, frozenset[str]] | None = None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        unknown = sorted(set(arguments) - await self._arguments_of(name, arguments))
+        if unknown:
+            taken = ", ".join(sorted(self._accepted.get(name, ()))) or "no arguments"
+            problems = InputError([FieldProblem(u, "unknown argument") for u in unknown])
+            raise ToolError(
+                f"Error executing tool {name}: invalid input: {problems} ({name} takes {taken})"
+            )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(
+                f"Error executing tool {name}: invalid input: {argument_problems(cause)}"
+            ) from cause
+
+    async def _arguments_of(self, name: str, arguments: dict[str, Any]) -> frozenset[str]:
+        """The argument names the tool's input schema declares (all given ones for a tool
+        this server does not have: the SDK answers that itself)."""
+        if self._accepted is None:
+            self._accepted = {
+                tool.name: frozenset((tool.input_schema or {}).get("properties", {}))
+                for tool in await self.list_tools()
+            }
+        return self._accepted.get(name, frozenset(arguments))
+
+
+_JSON_KINDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "string": "a string",
+    "str": "a string",
+    "dict": "a JSON object",
+    "list": "a list",
+}
+
+
+def argument_problems(exc: ValidationError) -> InputError:
+    """A ValidationError (of a tool's arguments or of the engine request they build) as
+    one InputError, a problem per argument."""
+    problems = []
+    for err in exc.errors():
+        problem = FieldProblem(field_path(err["loc"]) or "arguments", _argument_problem(err))
+        if problem not in problems:
+            problems.append(problem)
+    return InputError(problems)
+
+
+def _argument_problem(err: dict) -> str:
+    """One pydantic error on a tool argument, in plain words: what the argument must be
+    and what was given, without pydantic's type codes or links."""
+    kind = err["type"]
+    if kind == "missing":
+        return "required"
+    if kind == "int_from_float":
+        return "must be a whole number, not a fraction"
+    stem = kind.removesuffix("_parsing").removesuffix("_type")
+    wanted = _JSON_KINDS.get(stem)
+    if wanted is not None and kind.endswith(("_parsing", "_type")):
+        return f"must be {wanted}, not {_given(err.get('input'))}"
+    return describe(err).replace("Input should be", "must be", 1)
+
+
+def _given(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {shown!r}"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "a JSON object"
+    return type(value).__name__
 
 
 @dataclass(frozen=True)
@@ -89,7 +191,7 @@ def tool_errors() -> Iterator[None]:
     try:
         yield
     except ValidationError as exc:
-        raise ToolError(str(from_validation(exc.errors()))) from None
+        raise ToolError(f"invalid input: {argument_problems(exc)}") from None
     except InputError as exc:
         raise ToolError(f"invalid input: {exc}") from None
     except NotFound as exc:

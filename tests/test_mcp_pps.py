@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import pytest
 
 from tests.mcp_client import ToolFailed, call, session
@@ -45,13 +47,17 @@ def mcp(server, make_client):
 
 def test_tools_are_listed_with_descriptions_and_annotations(mcp):
     async def script(client):
-        return (await client.list_tools()).tools
+        return client.server_info, (await client.list_tools()).tools
 
-    tools = {tool.name: tool for tool in mcp(script)}
+    server_info, listed = mcp(script)
+    assert (server_info.name, server_info.version) == ("pps", version("pps"))
+    tools = {tool.name: tool for tool in listed}
     assert set(tools) >= EXPECTED
     for tool in tools.values():
         assert len(tool.description) > 30, tool.name
         assert tool.annotations is not None, tool.name
+        # the docstring's indentation is not part of the description
+        assert not any(line.startswith(" ") for line in tool.description.splitlines())
     assert tools["raw_search"].annotations.read_only_hint is True
     assert tools["inventory_delete"].annotations.destructive_hint is True
 
@@ -252,6 +258,39 @@ def test_bad_arguments_are_tool_errors_that_say_why(mcp, tool, arguments, words)
         return str(failed.value)
 
     assert words in mcp(script)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("raw_search", {"query": "robe", "limit": "many"}, "limit: must be a whole number"),
+        ("raw_search", {"query": "robe", "limit": 2.5}, "limit: must be a whole number"),
+        ("raw_search", {}, "query: required"),
+        ("raw_search", {"query": None}, "query: must be a string, not null"),
+        ("raw_search", {"query": 5}, "query: must be a string, not a number"),
+        ("raw_search", {"query": "robe", "limt": 5}, "limt: unknown argument"),
+        ("store_event", {"content": "x", "metadata": "nope"}, "metadata: must be a JSON object"),
+        ("store_event", {"content": "x", "metadata": [1]}, "metadata: must be a JSON object"),
+        ("ambient_recall", {"context": "x", "trace": "maybe"}, "trace: must be true or false"),
+        ("raw_search", {"query": "robe", "limit": 0}, "limit: must be greater than or equal"),
+    ],
+)
+def test_argument_errors_are_plain_messages_naming_the_argument(mcp, tool, arguments, expected):
+    """What an agent reads when it passes a string for a number, leaves one out, or
+    misspells one: the argument and what it must be, as engine errors read; not a
+    validation library's report with its type codes and documentation links."""
+
+    async def script(client):
+        with pytest.raises(ToolFailed) as failed:
+            await call(client, tool, **arguments)
+        return str(failed.value)
+
+    message = mcp(script)
+    assert message.startswith(f"Error executing tool {tool}: invalid input: "), message
+    assert expected in message
+    for jargon in ("http", "pydantic", "validation error", "[type=", "Arguments"):
+        assert jargon not in message, message
+    assert "\n" not in message  # one line
 
 
 def test_another_entitys_ids_and_names_are_invisible(mcp, make_client):
