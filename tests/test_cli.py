@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,8 +16,6 @@ from engine.store.db import Database
 
 
 def pps(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
-    import os
-
     return subprocess.run(
         [sys.executable, "-m", "pps.cli", *args],
         capture_output=True,
@@ -23,6 +24,12 @@ def pps(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedPr
         cwd=cwd,
         timeout=60,
     )
+
+
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
 
 
 def test_entity_create_prints_only_the_token(tmp_path):
@@ -97,6 +104,41 @@ def test_token_file_is_private(tmp_path):
     )
     assert token_file.read_text().strip() == done.stdout.strip()
     assert token_file.stat().st_mode & 0o777 == 0o600
+
+
+def test_token_file_in_a_folder_that_does_not_exist_yet(tmp_path):
+    """`pps entity create x --token-file ~/.config/pps/x.token` on a fresh machine."""
+    token_file = tmp_path / "home" / ".config" / "pps" / "x.token"
+    done = pps(
+        "entity", "create", "x", "--data-dir", str(tmp_path / "data"),
+        "--token-file", str(token_file),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == token_file.read_text().strip()
+    assert mode(token_file) == 0o600
+    assert mode(token_file.parent) == 0o700 and mode(token_file.parent.parent) == 0o700
+    assert [p.name for p in token_file.parent.iterdir()] == ["x.token"]
+
+
+def test_no_token_is_issued_that_cannot_be_written(tmp_path):
+    data = ["--data-dir", str(tmp_path / "data")]
+    (tmp_path / "not-a-folder").write_text("")
+    bad = str(tmp_path / "not-a-folder" / "x.token")
+    refused = pps("entity", "create", "x", *data, "--token-file", bad)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert len(refused.stderr.splitlines()) == 1, refused.stderr  # one line, no traceback
+    assert "x.token" in refused.stderr and "nothing was changed" in refused.stderr
+    assert pps("entity", "list", *data).stdout == ""  # x was not created
+    good = tmp_path / "tokens" / "x.token"
+    created = pps("entity", "create", "x", *data, "--token-file", str(good))
+    assert created.returncode == 0, created.stderr  # not "already exists"
+    token = good.read_text().strip()
+    rotate = pps("entity", "rotate", "x", *data, "--token-file", bad)
+    assert rotate.returncode == 1 and rotate.stdout == "" and "nothing was changed" in rotate.stderr
+    db = Database.open(Settings(data_dir=tmp_path / "data"))
+    assert entities.authenticate(db, token) == "x"  # the old token still works
+
+
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::"])

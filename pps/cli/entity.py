@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 
 import typer
 
 from engine.capture import entities
-from engine.store.db import Database, ensure_private_file
+from engine.store.db import Database
 from engine.store.errors import Conflict, InputError, NotFound
 from pps.cli.options import DataDir, TokenFile, fail, settings_for
 
@@ -37,11 +39,89 @@ def entity_list(data_dir: DataDir = None) -> None:
 
 
 def _issue_token(service, name: str, data_dir: Path | None, token_file: Path | None) -> None:
+    """Issue a token and deliver it (the file, then stdout), or change nothing.
+
+    The file is opened before the token exists: a folder that cannot be made or a file
+    that cannot be written fails with nothing created. Should writing it still fail, a
+    new entity is removed again; a rotated token is printed all the same, since the old
+    one no longer works."""
     db = Database.open(settings_for(data_dir=data_dir))
     try:
-        token = service(db, name)
-    except (InputError, Conflict, NotFound) as exc:
+        entities.check_name(name)
+    except InputError as exc:
         fail(str(exc))
-    if token_file is not None:
-        ensure_private_file(token_file).write_text(token + "\n")
+    target = _open_token_file(token_file) if token_file is not None else None
+    try:
+        try:
+            token = service(db, name)
+        except (InputError, Conflict, NotFound) as exc:
+            fail(str(exc))
+        if target is not None:
+            try:
+                target.deliver(token)
+            except OSError as exc:
+                if service is entities.create:
+                    _forget(db, name)
+                    fail(f"could not write {token_file}: {exc}; {name!r} was not created")
+                sys.stdout.write(token + "\n")
+                fail(f"could not write {token_file}: {exc}; the new token is the line above")
+    finally:
+        if target is not None:
+            target.close()
     sys.stdout.write(token + "\n")
+
+
+class _TokenFile:
+    """A token file opened for writing before the token exists: written to a private
+    temporary file beside it, then renamed over it, so it is whole or untouched."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        self.fd: int | None = os.open(
+            self.temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600
+        )
+
+    def deliver(self, token: str) -> None:
+        os.write(self.fd, (token + "\n").encode())
+        os.fsync(self.fd)
+        os.close(self.fd)
+        self.fd = None
+        os.replace(self.temporary, self.path)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        with contextlib.suppress(FileNotFoundError):
+            self.temporary.unlink()
+
+
+def _open_token_file(path: Path) -> _TokenFile:
+    path = path.expanduser()
+    if path.is_dir():
+        fail(f"--token-file {path} is a folder; name a file in it")
+    try:
+        _private_folders(path.parent)
+        return _TokenFile(path)
+    except OSError as exc:
+        fail(f"cannot write the token file {path}: {exc.strerror or exc}; nothing was changed")
+
+
+def _private_folders(folder: Path) -> None:
+    """Make the missing folders of `folder`, each 0700 (existing ones are left as they
+    are: the token file itself is 0600)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        made.mkdir(mode=0o700)
+        made.chmod(0o700)
+
+
+def _forget(db: Database, name: str) -> None:
+    """Undo the creation of an entity whose token could not be delivered (nothing can
+    refer to it yet: nobody has its token)."""
+    with db.write() as conn:
+        conn.execute("DELETE FROM entities WHERE name = ?", (name,))
