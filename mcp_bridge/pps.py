@@ -111,8 +111,9 @@ def raw_search(
     until: str | None = None,
 ) -> dict:
     """Search the raw history (every captured turn) by words. Use it to find what was
-    actually said, when. Returns matching events with a highlighted snippet, best
-    first."""
+    actually said, when. Returns matching events with a highlighted snippet and a
+    score (0-1: how much of the query the event holds, rarer words weighing more),
+    best first."""
     me = caller(ctx)
     with tool_errors():
         query_ = capture.SearchQuery(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def post(client, body):
     response = client.post("/v1/events", json=body)
@@ -150,6 +152,42 @@ def test_search_ranks_and_snippets(client):
     # the same filters apply
     only_discord = client.get("/v1/events/search", params={"q": "robe", "channel": "discord"})
     assert {r["event"]["channel"] for r in only_discord.json()["results"]} == {"discord"}
+
+
+def search(client, q, **params):
+    response = client.get("/v1/events/search", params={"q": q, **params})
+    assert response.status_code == 200, response.text
+    return [(r["event"]["content"], r["score"]) for r in response.json()["results"]]
+
+
+def test_search_scores_say_how_much_of_the_query_an_event_holds(make_client):
+    """A first search on a new entity: its one event holds the word asked for, so it is a
+    full match (FTS5's bm25 gave it 1e-06: a word in every event has no weight there)."""
+    client = make_client()
+    post(client, {"channel": "terminal", "content": "Jeff asked about the comfy robe"})
+    assert search(client, "robe") == [("Jeff asked about the comfy robe", 1.0)]
+
+    post(
+        client,
+        [
+            {"channel": "terminal", "content": "the robe hangs by the door"},
+            {"channel": "terminal", "content": "a walk by the river at dawn"},
+            {"channel": "terminal", "content": "the kitchen robe hook came loose"},
+        ],
+    )
+    found = search(client, "comfy robe")
+    assert found[0] == ("Jeff asked about the comfy robe", 1.0)  # both words
+    rest = dict(found[1:])
+    assert set(rest) == {"the robe hangs by the door", "the kitchen robe hook came loose"}
+    # "comfy" is in one event of four, "robe" in three: holding only "robe" is a small part
+    assert all(0 < score < 0.5 for score in rest.values()), found
+    assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
+    # a rare word outweighs a common one, and a word no event holds still counts as asked
+    river, *robes = search(client, "river robe")
+    assert river[0] == "a walk by the river at dawn" and river[1] > 0.5
+    assert all(score == pytest.approx(1 - river[1]) for _, score in robes)
+    [(_, half)] = search(client, "river ghost")  # "ghost": in no event
+    assert 0 < half < river[1]
 
 
 def test_search_treats_query_syntax_as_words(client):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import sqlite3
 import uuid
@@ -32,7 +33,7 @@ from pydantic import (
 )
 
 from engine.capture.patterns import CHANNEL_PATTERN, EVENT_TYPE_PATTERN, EVENT_UID_PATTERN
-from engine.capture.words import fts_query
+from engine.capture.words import any_of, keywords
 from engine.store import timestamps
 from engine.store.db import Database
 from engine.store.errors import FieldProblem, InputError, from_validation
@@ -288,25 +289,58 @@ def list_events(db: Database, entity: str, query: EventQuery) -> Page:
 
 
 def search_events(db: Database, entity: str, query: SearchQuery) -> list[SearchHit]:
-    """FTS5 ranked search over content (any of the words; more matches rank higher)."""
-    match = fts_query(query.q)
-    if match is None:
+    """Ranked full-text search over content: any of the query's words may match.
+
+    `score` (0-1) is how much of the query an event holds: the sum of the weights of the
+    query's words it contains over the sum of all their weights, a word weighing its
+    rarity among the entity's events (idf, ln(1 + (N - n + 0.5) / (n + 0.5)) for a word
+    in n of N events; always positive). So an event holding every word scores 1, one
+    holding only a word every event holds scores near 0, and a single hit of a one-word
+    query is 1, not FTS5's bm25, whose idf is clamped to 1e-06 for a word that most
+    events hold. Best first by score, then by bm25 (more occurrences in a shorter event)."""
+    words = keywords(query.q)
+    if not words:
         raise InputError.of("q", "no searchable words in the query")
+    weights = _word_weights(db, entity, words)
+    total = sum(weights.values())
     where, params = query.where(entity, alias="e.")
+    held = " + ".join(
+        "(CASE WHEN e.id IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)"
+        " THEN ? ELSE 0 END)"
+        for _ in words
+    )
+    held_params = [value for word in words for value in (f'"{word}"', weights[word] / total)]
     rows = db.conn.execute(
         "SELECT e.*, snippet(events_fts, 0, '**', '**', '…', 16) AS snippet,"
-        " bm25(events_fts) AS rank"
+        f" ({held}) AS held, bm25(events_fts) AS rank"
         " FROM events_fts JOIN events e ON e.id = events_fts.rowid"
         f" WHERE events_fts MATCH ? AND {where}"
-        " ORDER BY rank LIMIT ? OFFSET ?",
-        [match, *params, query.limit, query.offset],
+        " ORDER BY held DESC, rank LIMIT ? OFFSET ?",
+        [*held_params, any_of(words), *params, query.limit, query.offset],
     ).fetchall()
     hits = []
     for row in rows:
         data = dict(row)
-        snippet, rank = data.pop("snippet"), data.pop("rank")
-        hits.append(SearchHit(event=Event.from_row(data), snippet=snippet, score=-rank))
+        snippet, score = data.pop("snippet"), data.pop("held")
+        data.pop("rank")
+        hits.append(
+            SearchHit(event=Event.from_row(data), snippet=snippet, score=round(min(score, 1.0), 4))
+        )
     return hits
+
+
+def _word_weights(db: Database, entity: str, words: list[str]) -> dict[str, float]:
+    """Each word's idf among the entity's events (never another entity's)."""
+    [events] = db.conn.execute("SELECT COUNT(*) FROM events WHERE entity = ?", (entity,)).fetchone()
+    weights = {}
+    for word in words:
+        holding = db.conn.execute(
+            "SELECT COUNT(*) FROM events_fts JOIN events e ON e.id = events_fts.rowid"
+            " WHERE events_fts MATCH ? AND e.entity = ?",
+            (f'"{word}"', entity),
+        ).fetchone()[0]
+        weights[word] = math.log(1 + (events - holding + 0.5) / (holding + 0.5))
+    return weights
 
 
 def turns_around(db: Database, entity: str, query: AroundQuery) -> list[Event]:
