@@ -13,6 +13,7 @@ event carries a stable event_uid (one is given to events without).
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -54,6 +55,8 @@ class Client:
         self.url = url.rstrip("/")
         self.identity = identity(self.url, token)
         self.spool = spool
+        if spool.service is None:
+            spool.service = self.url
         self.timeout = timeout
         self.batch = batch
         self._http = service_client(self.url, token, base_url=self.url)
@@ -64,7 +67,7 @@ class Client:
         return cls(
             url,
             token,
-            Spool(spool_path(settings, identity(url, token))),
+            Spool(spool_path(settings, identity(url, token)), service=url),
             timeout=settings.client_timeout_s,
             batch=settings.client_batch,
         )
@@ -131,6 +134,22 @@ class Client:
         result.rejected += 1
         return True
 
+    def check(self) -> str | None:
+        """Whether the service answers and takes the token: None, or the problem (for a
+        flush with nothing to send, which would otherwise never ask)."""
+        try:
+            response = self._http.get("/v1/events", params={"limit": 1}, timeout=self.timeout)
+        except httpx.HTTPError as exc:
+            return f"service unreachable at {self.url}: {exc or type(exc).__name__}"
+        if response.status_code == 200:
+            return None
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        message = body.get("message") if isinstance(body, dict) else None
+        return f"HTTP {response.status_code} from {self.url}: {message or response.text}"[:1000]
+
     def recall(self, context: str, *, deadline: float | None = None) -> str | None:
         """The formatted context block of `POST /v1/recall`, or None when the service has
         none to give (no such endpoint yet, down, slow, or an answer without one)."""
@@ -180,10 +199,10 @@ def read_token(settings: Settings) -> str:
         try:
             token = path.read_text().strip()
         except OSError as exc:
-            raise ClientConfigError(f"cannot read PPS_TOKEN_FILE {path}: {exc.strerror}") from None
+            raise ClientConfigError(f"cannot read the token file {path}: {exc.strerror}") from None
         if token:
             return token
-        raise ClientConfigError(f"PPS_TOKEN_FILE {path} is empty")
+        raise ClientConfigError(f"the token file {path} is empty")
     raise ClientConfigError(
         "no entity token: set PPS_TOKEN_FILE to a file holding it (or PPS_TOKEN)"
     )
@@ -204,3 +223,38 @@ def spool_path(settings: Settings, of: str) -> Path:
     if settings.spool_path is not None:
         return settings.spool_path.expanduser()
     return client_dir(settings) / f"spool-{of}.jsonl"
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A spool other than the one a command uses, with events in it."""
+
+    path: Path
+    pending: int
+    service: str | None
+
+
+_SPOOL_NAME = re.compile(r"^(spool-[0-9a-f]{16}\.jsonl)")
+
+
+def other_spools(settings: Settings, but: Path) -> list[Waiting]:
+    """The spools under the client directory, other than `but`, that hold events: those
+    written for another service (another URL, even one naming the same service
+    differently: localhost and 127.0.0.1) or another token."""
+    folder = client_dir(settings)
+    try:
+        names = {m[1] for p in folder.iterdir() if (m := _SPOOL_NAME.match(p.name))}
+    except OSError:
+        return []
+    found = []
+    for name in sorted(names):
+        spool = Spool(folder / name)
+        if spool.path.absolute() == but.absolute():
+            continue
+        try:
+            pending = spool.pending()
+        except OSError:
+            continue
+        if pending:
+            found.append(Waiting(spool.path, pending, spool.noted_service()))
+    return found

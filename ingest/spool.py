@@ -14,6 +14,9 @@ Layout, next to `path`:
 - `path.flush.lock`  one flush at a time.
 - `path.rejected.jsonl`  events the service refused as invalid (4xx), with its answer:
                      never silently dropped, never retried forever.
+- `path.service`     the URL of the service the spool is for (never the token), written
+                     with the first append, so `pps ingest flush` can say where events
+                     that wait in another spool were headed.
 """
 
 from __future__ import annotations
@@ -47,8 +50,11 @@ class Batch:
 
 
 class Spool:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, service: str | None = None):
         self.path = Path(path)
+        self.service = service
+        """The service the events are for; noted beside the spool at the first append."""
+        self.service_path = self._beside(".service")
         self.sending = self._beside(".sending")
         self.offset_path = self._beside(".sending.offset")
         self.rejected_path = self._beside(".rejected.jsonl")
@@ -73,6 +79,22 @@ class Spool:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            if self.service is not None and not self.service_path.exists():
+                self._note_service()
+
+    def noted_service(self) -> str | None:
+        """The service this spool's events are for, as noted at its first append."""
+        try:
+            return self.service_path.read_text().strip() or None
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def _note_service(self) -> None:
+        fd = os.open(self.service_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            _write_all(fd, f"{self.service}\n".encode())
+        finally:
+            os.close(fd)
 
     def pending(self) -> int:
         """Events waiting: in the live spool and, past its offset, in the file being sent."""

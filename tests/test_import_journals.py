@@ -1,13 +1,14 @@
 """`pps import journals` and `pps import openclaw`: dated markdown files become longform
 events dated that day (a long one in parts), undated and unreadable files are skipped with
-counts, a re-run stores nothing twice; a folder can be attached instead (recorded for the
-search layer, see ingest.attachments)."""
+counts, a re-run stores nothing twice; an OpenClaw workspace's memory files become events
+that search finds. Nothing claims to attach a folder the service would not search."""
 
 from __future__ import annotations
 
-import json
+import os
 
 from tests.fixtures_ingest import all_events, client_env, pps, summary_counts, token_of
+from tests.searching import search, texts
 
 
 def journal_folder(root):
@@ -62,42 +63,78 @@ def test_import_journals_then_again(make_client, server, tmp_path):
     assert (again["imported"], again["duplicates"]) == (0, 4 + len(parts))
 
 
-def test_attach_journals_and_an_openclaw_workspace(make_client, server, tmp_path):
-    api = make_client()
-    env = client_env(server.url, token_of(api), tmp_path)
-    folder = journal_folder(tmp_path)
-    done = pps("import", "journals", str(folder), "--attach", "--name", "diary", env=env)
-    assert done.returncode == 0, done.stderr
-    assert "attached" in done.stdout and "'diary'" in done.stdout
-    assert all_events(api) == []  # attached, not imported
-
-    workspace = tmp_path / "openclaw"
-    (workspace / "memory").mkdir(parents=True)
-    (workspace / "MEMORY.md").write_text("# Lyra\nLikes slow mornings.\n")
-    (workspace / "memory" / "2026-01-04.md").write_text("robe day\n")
+def openclaw_workspace(root):
+    workspace = root / "openclaw"
+    (workspace / "memory" / ".trash").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("# Lyra\nLikes slow mornings and the comfy robe.\n")
+    os.utime(workspace / "MEMORY.md", (1767225600, 1767225600))  # 2026-01-01 00:00 UTC
+    (workspace / "memory" / "2026-01-04.md").write_text("Robe day. We talked about lighthouses.\n")
     (workspace / "memory" / "broken.md").write_bytes(b"\xff\xfe\x00bad")
     (workspace / "memory" / "old.md").write_bytes(b"caf\xe9")
+    (workspace / "memory" / ".trash" / "x.md").write_text("deleted")
+    return workspace
+
+
+def test_an_openclaw_workspace_imports_as_events_that_search_finds(make_client, server, tmp_path):
+    api = make_client()
+    env = client_env(server.url, token_of(api), tmp_path)
+    workspace = openclaw_workspace(tmp_path)
+
     done = pps("import", "openclaw", str(workspace), env=env)
     assert done.returncode == 0, done.stderr
+    assert "attach" not in done.stdout + done.stderr
     assert "memory/old.md: not UTF-8" in done.stdout
-    assert summary_counts(done.stdout)["skipped"] == 1
-    pps("import", "openclaw", str(workspace), env=env)  # again: one entry, updated
+    counts = summary_counts(done.stdout)
+    assert (counts["imported"], counts["skipped"]) == (3, 1)
+    stored = {e["metadata"]["path"]: e for e in all_events(api)}
+    assert set(stored) == {"MEMORY.md", "memory/2026-01-04.md", "memory/broken.md"}
+    memory = stored["MEMORY.md"]
+    assert (memory["channel"], memory["event_type"]) == ("openclaw", "longform")
+    assert memory["created_at"] == "2026-01-01T00:00:00.000000Z"  # when it last changed
+    assert memory["metadata"]["title"] == "Lyra"
+    assert stored["memory/2026-01-04.md"]["created_at"].startswith("2026-01-04")
 
-    [registry] = (tmp_path / "client").glob("attachments-*.json")
-    assert registry.stat().st_mode & 0o777 == 0o600
-    entries = json.loads(registry.read_text())["attachments"]
-    assert [(e["kind"], e["name"]) for e in entries] == [
-        ("collection", "diary"),
-        ("memory", "openclaw"),
-    ]
-    assert entries[0]["path"] == str(folder.resolve()) and entries[0]["files"] == 8
-    assert entries[1]["files"] == 3
+    # what was imported is found: raw search and the search over every tier
+    [hit] = api.get("/v1/events/search", params={"q": "lighthouses"}).json()["results"]
+    assert hit["event"]["metadata"]["path"] == "memory/2026-01-04.md"
+    assert any("slow mornings" in text for text in texts(search(api, "slow mornings")))
+
+    again = summary_counts(pps("import", "openclaw", str(workspace), env=env).stdout)
+    assert (again["imported"], again["duplicates"]) == (0, 3)
+    (workspace / "MEMORY.md").write_text("# Lyra\nNow likes late nights.\n")
+    edited = summary_counts(pps("import", "openclaw", str(workspace), env=env).stdout)
+    assert (edited["imported"], edited["duplicates"]) == (1, 2)  # the new text, kept beside
+    assert len(all_events(api, channel="openclaw")) == 4
+
+
+def test_no_import_claims_to_attach_a_folder(make_client, server, tmp_path):
+    """`--attach` recorded a folder in a client-side file the service never read, and said
+    "attached": it is gone, and no import's help offers it."""
+    env = client_env(server.url, token_of(make_client()), tmp_path)
+    folder = journal_folder(tmp_path)
+    done = pps("import", "journals", str(folder), "--attach", env=env)
+    assert done.returncode == 2 and "No such option: --attach" in done.stderr
+    for command in ("journals", "openclaw"):
+        shown = pps("import", command, "--help", env=env).stdout
+        assert "attach" not in shown.lower(), shown
+    assert not list((tmp_path / "client").glob("attachments-*.json"))
 
 
 def test_a_folder_that_is_not_a_workspace_is_refused(make_client, server, tmp_path):
-    env = client_env(server.url, token_of(make_client()), tmp_path)
+    api = make_client()
+    env = client_env(server.url, token_of(api), tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
     done = pps("import", "openclaw", str(empty), env=env)
     assert done.returncode == 1 and "neither MEMORY.md nor memory/*.md" in done.stderr
-    assert not list((tmp_path / "client").glob("attachments-*.json"))
+    assert all_events(api) == []
+
+
+def test_piped_output_is_the_summary_alone(make_client, server, tmp_path):
+    """`pps import ... | cat`: no progress bar leftovers (blank lines) on either stream."""
+    env = client_env(server.url, token_of(make_client()), tmp_path)
+    done = pps("import", "journals", str(journal_folder(tmp_path)), env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "" not in done.stdout.splitlines()
+    assert done.stdout.startswith("journals: 8 files")

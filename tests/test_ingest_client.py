@@ -283,3 +283,83 @@ def test_events_reach_only_the_tokens_entity(make_client, server, tmp_path):
     with connect(server, token_of(nexus)) as other:
         found = other.get("/v1/events/search", params={"q": "private"}).json()["results"]
     assert found == []
+
+
+def spool_while_down(server, env, n: int):
+    """What a hook does while the service is down: its events wait in the spool of
+    (PPS_URL, token) under PPS_CLIENT_DIR."""
+    from engine.store.config import Settings
+
+    settings = Settings(
+        url=env["PPS_URL"], token_file=env["PPS_TOKEN_FILE"], client_dir=env["PPS_CLIENT_DIR"]
+    )
+    with Client.from_settings(settings) as client:
+        assert client.send(turns("waiting", n)).pending == n
+    return client.spool.path
+
+
+def test_flush_and_import_take_the_token_file_option(own_server, tmp_path):
+    """As `pps mcp` and `pps hooks install` do; a --token-file on the command line wins
+    over a PPS_TOKEN left in the environment."""
+    server, token = own_server
+    env = client_env(server.url, token, tmp_path)
+    server.stop()
+    spool_while_down(server, env, 3)
+    server.start()
+    token_file = env.pop("PPS_TOKEN_FILE")
+    env["PPS_TOKEN"] = "pps_not_this_one"
+
+    done = pps("ingest", "flush", "--token-file", token_file, env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"service {server.url}, as the token in {token_file}" in done.stdout
+    assert "3 stored" in done.stdout and "0 waiting" in done.stdout
+
+    journals = tmp_path / "journals"
+    journals.mkdir()
+    (journals / "2026-01-04.md").write_text("Robe day.\n")
+    done = pps("import", "journals", str(journals), "--token-file", token_file, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "imported            1" in done.stdout
+    assert len(stored_uids(server)) == 4
+
+
+def test_flush_says_which_service_and_spool_and_where_other_events_wait(own_server, tmp_path):
+    """The first hour: events spooled for the service while it was down, then a flush with
+    the wrong port. It used to answer "0 waiting" (about another spool, that of the wrong
+    port's service) and exit 0, the events untouched. Now it says the service does not
+    answer, names the spool it looked at, and where the events wait."""
+    server, token = own_server
+    env = client_env(server.url, token, tmp_path)
+    server.stop()
+    waiting = spool_while_down(server, env, 3)
+    server.start()
+    del env["PPS_URL"]
+
+    wrong = pps("ingest", "flush", "--port", "9", env=env)
+    assert wrong.returncode == 1
+    assert "service unreachable at http://127.0.0.1:9" in wrong.stderr
+    assert "no event waits in this spool" in wrong.stderr
+    assert "service http://127.0.0.1:9," in wrong.stdout and "spool " in wrong.stdout
+    assert "0 waiting" not in wrong.stdout
+    assert f"3 events wait in another spool, for {server.url}: {waiting}" in wrong.stdout
+    assert f"pps ingest flush --url {server.url} --token-file FILE" in wrong.stdout
+
+    # the same service under another name is another spool: it answers, and says so
+    other_name = server.url.replace("127.0.0.1", "localhost")
+    elsewhere = pps("ingest", "flush", "--url", other_name, env=env)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert "nothing to send: no event waits in this spool" in elsewhere.stdout
+    assert f"3 events wait in another spool, for {server.url}" in elsewhere.stdout
+    assert stored_uids(server) == []
+
+    right = pps("ingest", "flush", "--url", server.url, env=env)
+    assert right.returncode == 0, right.stderr
+    assert "3 stored" in right.stdout and "another spool" not in right.stdout
+    assert sorted(stored_uids(server)) == [f"waiting-{i}" for i in range(3)]
+
+
+def test_flush_with_a_token_the_service_refuses_says_so(make_client, server, tmp_path):
+    env = client_env(server.url, "pps_revoked_or_mistyped", tmp_path)
+    done = pps("ingest", "flush", env=env)
+    assert done.returncode == 1 and "HTTP 401" in done.stderr
+    assert "0 waiting" not in done.stdout

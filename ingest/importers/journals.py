@@ -1,11 +1,12 @@
-"""`pps import journals FOLDER`: markdown journals, or the folder attached as a collection.
+"""`pps import journals FOLDER`: markdown journals as longform events.
 
 A dated daily file (a date in its path: 2026-01-04.md, journal_20260104.md,
 2026/01/04.md) becomes a longform event on the `journal` channel, dated that day
 (00:00 UTC); a file over the content limit becomes several, one per part. Uids are
 `journal:<relative path>:<part>`, so a re-run stores nothing twice (a file edited since
 keeps its first import: raw capture is a log, not a mirror). Files without a date are
-skipped and counted; `--attach` records the whole folder as a domain collection instead.
+skipped and counted: notes that are not a journal are searched as files in the entity's
+home (a domain collection, docs/capture.md), not imported.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from engine.store.config import Settings
-from ingest import attachments
 from ingest import events as ev
 from ingest.importers import Import, Summary, markdown_files, progress_task, read_text
 
@@ -47,7 +46,7 @@ def run(importer: Import, folder: Path, *, progress: Progress | None = None) -> 
         summary.read += 1
         day = journal_date(relative)
         if day is None:
-            summary.skip(relative, "no date (YYYY-MM-DD) in the path; use --attach for notes")
+            summary.skip(relative, "no date (YYYY-MM-DD) in the path: not a journal entry")
             continue
         try:
             text = read_text(file)
@@ -57,28 +56,49 @@ def run(importer: Import, folder: Path, *, progress: Progress | None = None) -> 
         if not text.strip():
             summary.skip(relative, "empty file")
             continue
-        heading = _HEADING.search(text)
-        pieces = ev.parts(text, importer.max_content_bytes)
-        for n, piece in enumerate(pieces, 1):
-            metadata = {"source": "journal", "path": relative, "date": day.isoformat()}
-            if heading:
-                metadata["title"] = heading[1][:200]
-            if len(pieces) > 1:
-                metadata.update(part=n, parts=len(pieces))
-            event = {
-                "event_uid": ev.uid("journal", relative, n),
-                "channel": CHANNEL,
-                "event_type": "longform",
-                "content": piece,
-                "session_id": f"journal:{relative}"[:256],
-                "created_at": f"{day.isoformat()}T00:00:00Z",
-                "metadata": metadata,
-            }
+        for event in markdown_events(
+            text,
+            channel=CHANNEL,
+            relative=relative,
+            uid=("journal", relative),
+            created_at=f"{day.isoformat()}T00:00:00Z",
+            metadata={"source": "journal", "path": relative, "date": day.isoformat()},
+            max_bytes=importer.max_content_bytes,
+        ):
             importer.add(event, relative)
     return importer.finish()
 
 
-def attach(settings: Settings, folder: Path, name: str | None) -> attachments.Attachment:
-    """Record the folder as a domain collection (see ingest.attachments)."""
-    files = len(markdown_files(folder))
-    return attachments.attach(settings, "collection", name or folder.resolve().name, folder, files)
+def markdown_events(
+    text: str,
+    *,
+    channel: str,
+    relative: str,
+    uid: tuple[object, ...],
+    created_at: str,
+    metadata: dict,
+    max_bytes: int,
+) -> list[dict]:
+    """A markdown file as longform events: one, or one per part when it is over the
+    content limit; uids `<uid parts>:<part>`, the first heading as the title."""
+    heading = _HEADING.search(text)
+    pieces = ev.parts(text, max_bytes)
+    events = []
+    for n, piece in enumerate(pieces, 1):
+        meta = dict(metadata)
+        if heading:
+            meta["title"] = heading[1][:200]
+        if len(pieces) > 1:
+            meta.update(part=n, parts=len(pieces))
+        events.append(
+            {
+                "event_uid": ev.uid(*uid, n),
+                "channel": channel,
+                "event_type": "longform",
+                "content": piece,
+                "session_id": f"{channel}:{relative}"[:256],
+                "created_at": created_at,
+                "metadata": meta,
+            }
+        )
+    return events

@@ -1,33 +1,92 @@
-"""`pps ingest`: the client's spool, events taken on but not yet acknowledged."""
+"""`pps ingest`: the client's spool, events taken on but not yet acknowledged.
+
+A client keeps one spool per service and token (see ingest.client.identity): events
+spooled for http://localhost:8000 wait in another file than those for
+http://127.0.0.1:8000, and a token of another entity has its own. So `flush` says which
+service, token and spool it is about, asks the service even when its spool is empty (a
+wrong port is an error, not "nothing waiting"), and names the other spools that hold
+events, with the service each was written for.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
-from pps.cli.options import Port, Url, fail, settings_for
+from engine.store.config import Settings
+from pps.cli.options import ClientToken, Port, Url, fail, settings_for
 
 app = typer.Typer(
     help="The client's spool: events taken on but not yet acknowledged.", no_args_is_help=True
 )
 
 
-@app.command("flush")
-def ingest_flush(url: Url = None, port: Port = None) -> None:
-    """Send the spool now, in order (waiting for a flush running elsewhere)."""
+def client_settings(url: str | None, port: int | None, token_file: Path | None) -> Settings:
+    """Settings for a client command. A --token-file given on the command line wins over
+    PPS_TOKEN in the environment, as every flag wins over its setting."""
+    overrides = {"url": url, "port": port, "token_file": token_file}
+    if token_file is not None:
+        overrides["token"] = ""  # blank is unset (engine.store.config)
+    return settings_for(**overrides)
+
+
+def open_client(settings: Settings):
+    """The client for these settings, or exit with what to set."""
     from ingest.client import Client, ClientConfigError
 
+    if settings.token is None and settings.token_file is None:
+        fail("no entity token: pass --token-file FILE, or set PPS_TOKEN_FILE (or PPS_TOKEN)")
     try:
-        client = Client.from_settings(settings_for(url=url, port=port))
+        return Client.from_settings(settings)
     except ClientConfigError as exc:
         fail(str(exc))
+
+
+def token_source(settings: Settings) -> str:
+    if settings.token is not None:
+        return "the token in PPS_TOKEN"
+    return f"the token in {settings.token_file}"
+
+
+@app.command("flush")
+def ingest_flush(url: Url = None, token_file: ClientToken = None, port: Port = None) -> None:
+    """Send the spool now, in order (waiting for a flush running elsewhere)."""
+    from ingest.client import other_spools
+
+    settings = client_settings(url, port, token_file)
+    client = open_client(settings)
     with client:
+        typer.echo(f"service {client.url}, as {token_source(settings)}")
+        typer.echo(f"spool {client.spool.path}")
+        waiting = client.spool.pending()
         result = client.flush(wait=True)
+        problem = result.error
+        if waiting == 0 and problem is None:
+            problem = client.check()
+            if problem is None:
+                typer.echo("nothing to send: no event waits in this spool")
+            else:
+                problem += "; no event waits in this spool"
+        else:
+            typer.echo(
+                f"sent: {result.stored} stored, {result.duplicates} duplicates,"
+                f" {result.rejected} rejected; {result.pending} waiting"
+            )
         kept = client.spool.rejected_count()
-        typer.echo(
-            f"sent: {result.stored} stored, {result.duplicates} duplicates,"
-            f" {result.rejected} rejected; {result.pending} waiting in {client.spool.path}"
-        )
         if kept:
             typer.echo(f"{kept} rejected events are kept in {client.spool.rejected_path}")
-    if result.error is not None:
-        fail(f"stopped: {result.error}")
+    if settings.spool_path is None:
+        for other in other_spools(settings, client.spool.path):
+            if other.service == client.url:
+                where, how = "for this service with another token", "--token-file FILE"
+            elif other.service:
+                where, how = f"for {other.service}", f"--url {other.service} --token-file FILE"
+            else:
+                where, how = "for another service or token", "--url URL --token-file FILE"
+            typer.echo(
+                f"{other.pending} events wait in another spool, {where}: {other.path}"
+                f" (send them with `pps ingest flush {how}`, FILE holding their token)"
+            )
+    if problem is not None:
+        fail(f"stopped: {problem}" if waiting else problem)
