@@ -14,7 +14,12 @@ a string or a list of blocks (`text`, `tool_use`, `tool_result`, `thinking`, ...
 
 What each hook does (all of them within PPS_HOOK_BUDGET_S, exit 0, whatever happens):
 - SessionStart: records a `session_start` event; prints recall("startup").
-- UserPromptSubmit: captures the prompt; prints recall(prompt).
+- UserPromptSubmit: captures the prompt; prints recall(prompt), which never returns the
+  prompt itself (it names the prompt's event as the one it is answering).
+Both recalls say where they are (channel `terminal`, the session), so this session's turns
+are not "news from other channels", and ask for at most PPS_HOOK_MAX_CHARS characters.
+The `session_start`, `pre_compact` and `session_end` events are markers: stored, never
+recalled as turns (engine.capture.markers).
 - Stop: captures the turns written to the transcript since the last capture; the position
   is kept per session, so each line is read once.
 - PreCompact, SessionEnd: the same, then an event that closes the episode window.
@@ -42,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.recall import limits
 from engine.store import timestamps
 from engine.store.config import Settings
 from engine.store.db import ensure_private_dir
@@ -282,7 +288,7 @@ def session_start(hook: Hook) -> str | None:
         **({"model": hook.payload["model"]} if isinstance(hook.payload.get("model"), str) else {}),
     )
     hook.client.spool.append([marker])
-    return _recall_while_flushing(hook, "startup")
+    return _recall_while_flushing(hook, _recall_request(hook, "startup"))
 
 
 def user_prompt_submit(hook: Hook) -> str | None:
@@ -295,8 +301,10 @@ def user_prompt_submit(hook: Hook) -> str | None:
         uid = user_turn_uid(hook.session, prompt, occurrences.next(hook.session, prompt))
         event = hook.marker("message", uid, prompt)
         event["role"] = "user"
-        hook.client.spool.append(ev.split(event, hook.settings.max_content_bytes))
-    return _recall_while_flushing(hook, prompt)
+        parts = ev.split(event, hook.settings.max_content_bytes)
+        hook.client.spool.append(parts)
+    answering = [part["event_uid"] for part in parts][: limits.ANSWERING_MAX]
+    return _recall_while_flushing(hook, _recall_request(hook, prompt, answering=answering))
 
 
 def stop(hook: Hook) -> None:
@@ -347,17 +355,45 @@ def _flush(hook: Hook) -> None:
         hook.problems.append(f"{result.pending} events wait in the spool: {result.error}")
 
 
-def _recall_while_flushing(hook: Hook, context: str) -> str | None:
+def _recall_request(hook: Hook, context: str, **fields: Any) -> dict[str, Any]:
+    """The body of POST /v1/recall for this session: where the hook is (so its session
+    is not news from elsewhere) and how much it may inject."""
+    return {
+        "context": context[: limits.CONTEXT_MAX_CHARS],
+        "channel": CHANNEL,
+        "session_id": hook.session,
+        "max_chars": hook.settings.hook_max_chars,
+        **fields,
+    }
+
+
+def _recall_while_flushing(hook: Hook, request: dict[str, Any]) -> str | None:
     """Ask for recall while the spool is sent: both share the budget, neither waits on
     the other."""
     flusher = threading.Thread(target=_flush, args=(hook,), daemon=True)
     flusher.start()
-    text = hook.client.recall(context, deadline=hook.deadline)
+    text = _recall(hook, request)
     flusher.join(max(0.0, hook.deadline - time.monotonic()))
     if text is None:
         return None
     output = {"hookEventName": hook.event, "additionalContext": text}
     return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
+
+
+def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
+    """The block recall formats, or None (no recall endpoint, down, slow, refused). The
+    service keeps it within max_chars; cutting it here too holds the promise against a
+    service that does not."""
+    # Client.recall sends the context alone; this recall says more about itself.
+    status, body, problem = hook.client._post("/v1/recall", request, hook.deadline)
+    if status != 200 or not isinstance(body, dict):
+        if status is not None and 400 <= status < 500 and status != 404:
+            hook.problems.append(f"recall refused: {problem}")
+        return None
+    text = body.get("context")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return text[: hook.settings.hook_max_chars]
 
 
 # --- the command ---------------------------------------------------------------------------

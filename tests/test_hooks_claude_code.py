@@ -3,9 +3,10 @@ against a real server. Each hook captures what it should, once; none ever breaks
 stalls the session (exit 0, nothing on stdout but context to inject) when the service
 is down, hung, or the input is garbage.
 
-Recall: `POST /v1/recall` is built by another issue. Until it exists the service answers
-404 and SessionStart / UserPromptSubmit print nothing; the tests check whichever is true
-of the server they run against."""
+What SessionStart and UserPromptSubmit inject is recall as the session sees it: never the
+prompt being answered, no news from its own session, no markers as turns, every author
+told the same way, and no more than PPS_HOOK_MAX_CHARS characters, the most important
+first (issue 12, "The first hour")."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from engine.store import timestamps
+from ingest.claude_code import user_turn_uid
 from pps.process import ServerProcess
 from tests.conftest import NO_GRAPH, AppServer, create_entity, settings_env
 from tests.fixtures_ingest import Transcript, all_events, client_env, pps, token_of
@@ -240,3 +242,161 @@ def test_a_hung_service_does_not_stall_the_hook(tmp_path):
     finally:
         server.proc.send_signal(signal.SIGCONT)
         server.stop()
+
+
+# --- what the hooks inject (issue 12, "The first hour") ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    # Recall's per-layer budgets are a safety net for a stuck layer; a busy test machine
+    # must not trip them, or a layer these tests look at would be skipped.
+    data_dir = tmp_path_factory.mktemp("pps") / "data"
+    with AppServer(data_dir, recall_budget_ms=20000, recall_startup_budget_ms=20000) as app:
+        yield app
+
+
+def section(block: str | None, title: str) -> list[str]:
+    """The items of one `## title` section of an injected block."""
+    found, inside = [], False
+    for line in (block or "").splitlines():
+        if line.startswith("## "):
+            inside = line[3:].startswith(title)
+        elif inside and line.startswith("- "):
+            found.append(line)
+    return found
+
+
+def test_a_prompt_never_comes_back_as_its_own_past_turn(session):
+    """The prompt's own event may reach the service before its recall runs (the hook
+    sends it while it asks): here it has, every time. Recall still leaves it out."""
+    api, env, transcript = session
+    api.post(
+        "/v1/events",
+        json={
+            "channel": "terminal",
+            "role": "user",
+            "content": "the greenhouse heater broke again last winter",
+            "created_at": "2026-01-04T12:00:00Z",
+        },
+    )
+    prompt = "did we ever fix the greenhouse heater?"
+    answered = api.post(
+        "/v1/events",
+        json={
+            "event_uid": user_turn_uid(transcript.session, prompt, 0),
+            "channel": "terminal",
+            "role": "user",
+            "content": prompt,
+            "session_id": transcript.session,
+        },
+    )
+    assert answered.status_code == 200, answered.text
+    block = injected(hook("UserPromptSubmit", transcript, env, prompt=prompt))
+    past = section(block, "Past turns")
+    assert any("greenhouse heater broke" in line for line in past), block  # the layer ran
+    assert prompt not in block
+
+
+def test_news_from_other_channels_is_not_this_session(session):
+    api, env, transcript = session
+    hook("UserPromptSubmit", transcript, env, prompt="let's look at the flaky backup test")
+    transcript.user("let's look at the flaky backup test")
+    transcript.assistant("The backup test races the clock; I pinned it.")
+    hook("Stop", transcript, env, stop_hook_active=False)
+    dinner = ["Dinner is at eight tonight.", "Soup for dinner?", "Dinner: bring bread."]
+    api.post(
+        "/v1/events",
+        json=[{"channel": "discord", "author": "nexus", "content": text} for text in dinner],
+    )
+    block = injected(hook("UserPromptSubmit", transcript, env, prompt="any news about dinner?"))
+    assert "Dinner is at eight" in block, block
+    news = section(block, "Meanwhile in other channels")
+    assert not any("terminal" in line for line in news), news
+
+
+def test_session_markers_are_stored_but_never_recalled_as_turns_or_counted(session):
+    api, env, transcript = session
+    hook("SessionStart", transcript, env, source="startup")
+    hook("UserPromptSubmit", transcript, env, prompt="water the plants tomorrow")
+    transcript.user("water the plants tomorrow")
+    transcript.assistant("Noted: the plants, tomorrow morning.")
+    hook("PreCompact", transcript, env, trigger="manual", custom_instructions="")
+    hook("SessionEnd", transcript, env, reason="logout")
+
+    kinds = [e["event_type"] for e in all_events(api)]  # stored, every one
+    assert sorted(kinds) == ["message", "message", "pre_compact", "session_end", "session_start"]
+    since = api.get("/v1/turns/since-summary").json()
+    assert since["unsummarized"] == 2
+    assert [t["content"] for t in since["turns"]] == [c for _, c in transcript.turns]
+
+    resumed = injected(hook("SessionStart", transcript, env, source="resume"))
+    assert "Noted: the plants" in resumed and "Unsummarized turns: 2" in resumed
+    asked = injected(
+        hook("UserPromptSubmit", transcript, env, prompt="when did the session start and end?")
+    )
+    for block in (resumed, asked):
+        for marker in ("session started", "Context compaction", "session ended"):
+            assert marker not in block, block
+
+
+def test_an_author_reads_the_same_in_startup_and_prompt_recall(session):
+    _, env, transcript = session
+    hook("UserPromptSubmit", transcript, env, prompt="how did the nightly backup go?")
+    transcript.user("how did the nightly backup go?")
+    transcript.assistant("The nightly backup finished at 03:10; nothing failed.")
+    hook("Stop", transcript, env, stop_hook_active=False)
+
+    other = Transcript(transcript.path.with_name("other.jsonl"))
+    startup = injected(hook("SessionStart", other, env, source="startup"))
+    prompt = injected(hook("UserPromptSubmit", other, env, prompt="the nightly backup"))
+    said = "assistant: The nightly backup finished at 03:10"
+    assert any(said in line for line in section(startup, "Turns since the last summary"))
+    assert any(said in line for line in section(prompt, "Past turns")), prompt
+    assert "?:" not in startup + prompt
+
+
+def test_session_start_injects_at_most_the_cap_most_important_first(session, tmp_path):
+    api, env, transcript = session
+    api.post("/v1/crystals", json={"content": "Crystal: steady, curious, at home."})
+    api.post("/v1/spaces", json={"name": "workshop", "description": "Sawdust and lamplight."})
+    api.post("/v1/spaces/workshop/enter", json={"channel": "terminal"})
+    first = api.post("/v1/events", json={"channel": "terminal", "content": "the very first turn"})
+    api.post(
+        "/v1/summaries",
+        json={
+            "summary_text": "Summary: we built a bench.",
+            "start_id": first.json()["events"][0]["id"],
+            "end_id": first.json()["events"][0]["id"],
+        },
+    )
+    for n in range(3):
+        api.post("/v1/anchors", json={"title": f"Photo {n}", "content": "A long look. " * 40})
+    turns = [
+        {"channel": "discord", "author": "jeff", "content": f"turn {n:03}: " + "words " * 15}
+        for n in range(300)
+    ]
+    assert api.post("/v1/events", json=turns).status_code == 200
+
+    block = injected(hook("SessionStart", transcript, env, source="startup"))
+    assert len(block) <= 10_000
+    assert "Crystal: steady" in block and "workshop: Sawdust" in block
+    assert "Summary: we built a bench." in block
+    shown = section(block, "Turns since the last summary")
+    assert shown and "turn 299:" in shown[-1]  # the newest, in reading order
+    assert f"({300 - len(shown)} older unsummarized turns not shown: get_turns_since_summary)" in (
+        block
+    )
+    assert "Unsummarized turns: 300" in block
+
+    tight = client_env(
+        env["PPS_URL"],
+        token_of(api),
+        tmp_path / "tight",
+        PPS_HOOK_BUDGET_S="20",
+        PPS_HOOK_MAX_CHARS="2500",
+    )
+    small = injected(hook("SessionStart", transcript, tight, source="resume"))
+    assert len(small) <= 2_500
+    assert "Crystal: steady" in small and "Summary: we built a bench." in small
+    assert "word-photos not shown" in small and "A long look" not in small

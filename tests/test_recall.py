@@ -179,7 +179,109 @@ def test_bad_recall_requests(lyra):
         ({"context": "x", "max_tokens": 5}, "max_tokens"),
         ({"context": "x", "channel": "NO WAY"}, "channel"),
         ({"context": "x", "entity": "someone"}, "entity"),
+        ({"context": "x", "answering": ["not a uid!"]}, "answering[0]"),
+        ({"context": "x", "answering": [f"u{n}" for n in range(101)]}, "answering"),
+        ({"context": "x", "session_id": "s" * 257}, "session_id"),
+        ({"context": "x", "max_chars": 999}, "max_chars"),
     ]:
         response = lyra.post("/v1/recall", json=body)
-        assert response.status_code == 422
-        assert field in [p["field"] for p in response.json()["problems"]]
+        assert response.status_code == 422, (body, response.text)
+        assert field in [p["field"] for p in response.json()["problems"]], response.text
+
+
+def test_a_recall_never_returns_the_event_it_answers(lyra):
+    """A prompt's own event may be stored before the recall made for it runs (a hook
+    sends both at once): named in `answering`, it comes back from no layer."""
+    prompt = "Shall we light the fire in the hearth tonight?"
+    parts = [
+        {"event_uid": uid, "channel": "terminal", "author": "jeff", "content": text}
+        for uid, text in [("p1", prompt), ("p1#2", "(and the hearth candles)")]
+    ]
+    lyra.post("/v1/events", json=parts)
+    wait_searchable(lyra, "light the fire in the hearth")
+    unaware = recall(lyra, context=prompt)
+    assert "p1" in [i["source"].get("event_uid") for i in unaware["items"]]
+
+    answer = recall(lyra, context=prompt, answering=["p1", "p1#2"])
+    uids = [i["source"].get("event_uid") for i in answer["items"]]
+    assert "p1" not in uids and "p1#2" not in uids
+    assert "light the fire" not in answer["context"] and "hearth candles" not in answer["context"]
+    assert "t1" in uids  # the other turns still come
+    startup = recall(lyra, context="startup", answering=["p1", "p1#2"])
+    assert "light the fire" not in startup["context"]
+
+
+def test_news_from_other_channels_is_neither_the_callers_channel_nor_its_session(make_client):
+    client = make_client()
+    client.post(
+        "/v1/events",
+        json=[
+            {"event_uid": "here", "channel": "terminal", "session_id": "s1", "content": "one"},
+            {"event_uid": "other-session", "channel": "terminal", "content": "two"},
+            {"event_uid": "mine", "channel": "reflection", "session_id": "s1", "content": "three"},
+            {"event_uid": "news", "channel": "discord", "role": "user", "content": "four"},
+            {"event_uid": "mark", "channel": "discord", "event_type": "delete", "content": "gone"},
+        ],
+    )
+    answer = recall(client, context="what else?", channel="terminal", session_id="s1")
+    recent = [i["source"]["event_uid"] for i in answer["items"] if i["layer"] == "recent"]
+    assert set(recent) <= {"news"}
+    assert "news" in [i["source"].get("event_uid") for i in answer["items"]]
+    assert "gone" not in answer["context"]
+    by_session = recall(client, context="what else?", session_id="s1")
+    recent = [i["source"]["event_uid"] for i in by_session["items"] if i["layer"] == "recent"]
+    assert "here" not in recent and "mine" not in recent
+
+
+def test_a_turn_without_an_author_is_told_by_its_role_everywhere(make_client):
+    client = make_client()
+    client.post(
+        "/v1/events",
+        json=[
+            {"channel": "terminal", "role": "assistant", "content": "The kiln reached 1200 C."},
+            {"channel": "terminal", "content": "The kiln cooled overnight."},
+        ],
+    )
+    wait_searchable(client, "kiln")
+    for context in ("startup", "the kiln"):
+        block = recall(client, context=context)["context"]
+        assert "] assistant: The kiln reached 1200 C." in block, block
+        assert "terminal] The kiln cooled overnight." in block, block
+        assert "?:" not in block
+
+
+def test_max_chars_keeps_the_block_within_and_says_what_was_left_out(lyra):
+    lyra.post(
+        "/v1/events",
+        json=[
+            {"channel": "discord", "content": f"robe talk {n}: " + "soft " * 40} for n in range(60)
+        ],
+    )
+    full = recall(lyra, context="startup")
+    assert len(full["context"]) > 4000 and full["left_out"] == {}
+    capped = recall(lyra, context="startup", max_chars=4000)
+    assert len(capped["context"]) <= 4000
+    layers = [item["layer"] for item in capped["items"]]
+    assert {"crystals", "space", "unsummarized"} <= set(layers)
+    shown = layers.count("unsummarized")
+    assert capped["left_out"]["unsummarized"] == 62 - shown == capped["more_unsummarized"]
+    newest = [i for i in capped["items"] if i["layer"] == "unsummarized"][-1]
+    assert "robe talk 59:" in newest["text"]
+    assert (
+        f"({62 - shown} older unsummarized turns not shown: get_turns_since_summary)"
+        in (capped["context"])
+    )
+    assert "(cut to fit 4,000 characters)" in capped["context"]
+
+    moment = recall(lyra, context="robe talk", max_chars=1000)
+    assert len(moment["context"]) <= 1000
+    left = sum(moment["left_out"].values())
+    assert left >= 1 and "not shown: ambient_recall" in moment["context"]
+
+
+def test_startup_on_a_channel_without_a_space_tells_the_last_one_entered(make_client):
+    client = make_client()
+    client.post("/v1/spaces", json={"name": "porch", "description": "Rain on the roof."})
+    client.post("/v1/spaces/porch/enter", json={})
+    answer = recall(client, context="startup", channel="terminal")
+    assert "porch: Rain on the roof." in answer["context"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+from engine.capture.markers import MARKER_TYPES as MARKERS
+from engine.capture.markers import turns_only
 from engine.crystal import summaries
 from engine.store.config import Settings
 from engine.store.db import Database
@@ -170,15 +172,54 @@ def test_unsummarized_counts_agree_with_testing_every_event(server, make_client)
             body["channels"] = rng.sample(channels, rng.randint(1, 2))
         assert mine.post("/v1/summaries", json=body).status_code == 200
 
+    for channel in channels:  # markers in between, which are never counted
+        mine.post(
+            "/v1/events",
+            json=[{"channel": channel, "event_type": kind, "content": kind} for kind in MARKERS],
+        )
+
     db = Database.open(Settings(data_dir=server.data_dir, graph_backend="none"))
     try:
         for channel in [None, *channels, "nowhere"]:
             where, params = summaries._scope(mine.entity, channel)
             expected = db.conn.execute(
-                f"SELECT COUNT(*) FROM events e WHERE {where} AND {summaries._UNSUMMARIZED}",
+                f"SELECT COUNT(*) FROM events e WHERE {where} AND {turns_only('e.')}"
+                f" AND {summaries._UNSUMMARIZED}",
                 params,
             ).fetchone()[0]
             assert summaries.unsummarized_count(db, mine.entity, channel) == expected
         assert 0 < summaries.unsummarized_count(db, mine.entity) < len(ids)
     finally:
         db.close()
+
+
+def test_markers_are_never_unsummarized_turns(server, client):
+    """A session's start and end, a compaction, a deletion: stored, but not turns to
+    summarize, list or count."""
+    ids = _turns(client, 2)
+    markers = client.post(
+        "/v1/events",
+        json=[
+            {"channel": "terminal", "event_type": kind, "content": f"{kind} happened"}
+            for kind in MARKERS
+        ],
+    ).json()["events"]
+    ids += _turns(client, 2, start=2)
+    assert len(client.get("/v1/events").json()["events"]) == 4 + len(MARKERS)
+
+    stats = client.get("/v1/summaries/stats").json()
+    assert stats["unsummarized"] == 4 and stats["summarized_events"] == 0
+    since = client.get("/v1/turns/since-summary").json()
+    assert [t["id"] for t in since["turns"]] == ids and since["unsummarized"] == 4
+    later = client.get("/v1/turns/since", params={"timestamp": "2026-01-04T12:00:00Z"}).json()
+    assert [t["id"] for t in later["turns"]] == ids
+    todo = client.post("/v1/summaries/summarize", json={"limit": 3}).json()
+    assert [t["id"] for t in todo["turns"]] == ids[:3] and todo["unsummarized"] == 4
+
+    # A summary written from those turns covers the markers between them without a
+    # conflict: they were never turns it should have read.
+    summary = summaries.SummaryIn(summary_text="two and one", start_id=ids[0], end_id=ids[2])
+    summaries.store(server.db, client.entity, summary, written_from=ids[:3])
+    assert markers[0]["id"] < ids[2]
+    stats = client.get("/v1/summaries/stats").json()
+    assert stats["unsummarized"] == 1 and stats["summarized_events"] == 3

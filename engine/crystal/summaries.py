@@ -4,6 +4,10 @@ A summary covers the entity's events with ids in [start_id, end_id] (in the give
 channels, or all). Those events are "summarized"; everything else is not, and startup
 recall returns every unsummarized turn, so the unsummarized count is what tells an
 entity it is time to summarize (above 100, say).
+
+Only turns count: markers (engine.capture.markers: a session started, a context
+compacted) may lie inside a summary's range, but they are never listed, counted or
+handed to summarize_messages as turns.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.capture.events import Event
+from engine.capture.markers import markers_only, turns_only
 from engine.capture.patterns import CHANNEL_PATTERN
 from engine.capture.words import fts_query
 from engine.store import timestamps
@@ -30,6 +35,8 @@ _UNSUMMARIZED = (
     " AND (s.channels IS NULL OR EXISTS"
     "  (SELECT 1 FROM json_each(s.channels) c WHERE c.value = e.channel)))"
 )
+_TURN = turns_only("e.")
+_MARKER = markers_only("e.")
 # Events of the channels in a JSON list (bound twice), or of every channel when NULL.
 _IN_CHANNELS = "(? IS NULL OR EXISTS (SELECT 1 FROM json_each(?) c WHERE c.value = e.channel))"
 
@@ -179,7 +186,7 @@ def store(
         if written_from is not None:
             open_ids = conn.execute(
                 "SELECT id FROM events e WHERE e.entity = ? AND e.id BETWEEN ? AND ?"
-                f" AND {_IN_CHANNELS} AND {_UNSUMMARIZED} ORDER BY id",
+                f" AND {_IN_CHANNELS} AND {_TURN} AND {_UNSUMMARIZED} ORDER BY id",
                 (entity, summary.start_id, summary.end_id, channels, channels),
             ).fetchall()
             if [row[0] for row in open_ids] != sorted(written_from):
@@ -242,13 +249,16 @@ def search(db: Database, entity: str, ask: SummarySearch) -> SummaryHits:
 
 
 def unsummarized_count(db: Database, entity: str, channel: str | None = None) -> int:
-    """The entity's events (of one channel) that no summary covers. Every recall asks, so
-    this counts the covered ones range by range (the summaries' ranges merged) instead
+    """The entity's turns (of one channel) that no summary covers. Every recall asks, so
+    this counts the covered events range by range (the summaries' ranges merged) instead
     of testing each event against every summary: ~5 ms instead of ~95 at 100k events
-    (bench/recall.py)."""
+    (bench/recall.py); then the few uncovered markers, found by type, are taken off."""
     where, params = _scope(entity, channel)
     total = db.conn.execute(f"SELECT COUNT(*) FROM events e WHERE {where}", params).fetchone()[0]
-    return total - _covered(db, entity, channel)
+    markers = db.conn.execute(
+        f"SELECT COUNT(*) FROM events e WHERE {where} AND {_MARKER} AND {_UNSUMMARIZED}", params
+    ).fetchone()[0]
+    return total - _covered(db, entity, channel) - markers
 
 
 def _covered(db: Database, entity: str, channel: str | None) -> int:
@@ -330,9 +340,12 @@ def stats(db: Database, entity: str) -> SummaryStats:
     )
     last = conn.execute("SELECT MAX(created_at) FROM summaries WHERE entity = ?", (entity,))
     oldest = conn.execute(
-        f"SELECT MIN(created_at) FROM events e WHERE e.entity = ? AND {_UNSUMMARIZED}", (entity,)
+        f"SELECT MIN(created_at) FROM events e WHERE e.entity = ? AND {_TURN} AND {_UNSUMMARIZED}",
+        (entity,),
     )
-    total = conn.execute("SELECT COUNT(*) FROM events WHERE entity = ?", (entity,)).fetchone()[0]
+    total = conn.execute(
+        f"SELECT COUNT(*) FROM events e WHERE e.entity = ? AND {_TURN}", (entity,)
+    ).fetchone()[0]
     unsummarized = unsummarized_count(db, entity)
     return SummaryStats(
         summaries=sum(by_type.values()),
@@ -346,11 +359,11 @@ def stats(db: Database, entity: str) -> SummaryStats:
 
 
 def turns_since_summary(db: Database, entity: str, ask: SinceSummaryQuery) -> TurnsSinceSummary:
-    """The events no summary covers yet, a page at a time, with the total count."""
+    """The turns no summary covers yet, a page at a time, with the total count."""
     where, params = _scope(entity, ask.channel)
     direction = "ASC" if ask.oldest_first else "DESC"
     rows = db.conn.execute(
-        f"SELECT * FROM events e WHERE {where} AND {_UNSUMMARIZED}"
+        f"SELECT * FROM events e WHERE {where} AND {_TURN} AND {_UNSUMMARIZED}"
         f" ORDER BY created_at {direction}, id {direction} LIMIT ? OFFSET ?",
         [*params, ask.limit, ask.offset],
     ).fetchall()
@@ -369,7 +382,8 @@ def next_batch(db: Database, entity: str, limit: int) -> Batch:
     summary of the batch never covers it.
     """
     rows = db.conn.execute(
-        f"SELECT * FROM events e WHERE e.entity = ? AND {_UNSUMMARIZED} ORDER BY id LIMIT ?",
+        f"SELECT * FROM events e WHERE e.entity = ? AND {_TURN} AND {_UNSUMMARIZED}"
+        " ORDER BY id LIMIT ?",
         (entity, limit),
     ).fetchall()
     return Batch(
@@ -379,13 +393,14 @@ def next_batch(db: Database, entity: str, limit: int) -> Batch:
 
 
 def turns_since(db: Database, entity: str, ask: SinceQuery) -> TurnsSince:
-    """Events at or after a moment (oldest first), with the summaries made since then."""
+    """Turns at or after a moment (oldest first), with the summaries made since then."""
     try:
         at = timestamps.normalise(ask.timestamp)
     except ValueError as exc:
         raise InputError.of("timestamp", str(exc)) from None
     rows = db.conn.execute(
-        "SELECT * FROM events WHERE entity = ? AND created_at >= ? ORDER BY created_at, id LIMIT ?",
+        f"SELECT * FROM events e WHERE e.entity = ? AND e.created_at >= ? AND {_TURN}"
+        " ORDER BY created_at, id LIMIT ?",
         (entity, at, ask.limit),
     ).fetchall()
     found: list[Any] = []

@@ -1,7 +1,8 @@
 """ambient_recall: every layer in one call, fused, trimmed to a token budget.
 
 `startup` gathers what a clean context needs to wake up as itself: the newest crystals,
-recent summaries, recent word-photos, the current space, and every unsummarized turn.
+recent summaries, recent word-photos, the current space, and the unsummarized turns (the
+newest STARTUP_TURN_CAP of them).
 
 Any other context fans out in parallel, each layer under its own time budget: word-
 photos, fragments and memory files; raw turns; graph facts; summaries; recent turns
@@ -14,6 +15,15 @@ RRF position mean nothing to each other): an item's fused score is its layer's w
 over (RANK_K + its rank in the layer), scaled to [0, 1], times how strongly its own layer
 rated it relative to that layer's best. Items are deduplicated by their text and taken
 best first until `max_tokens` (4 characters a token) is reached.
+
+What the caller says about itself shapes the answer: `answering` names the event(s) the
+recall is for (a prompt, whose own event may be stored before its recall runs), which no
+layer returns; `channel` and `session_id` are where the caller is, so news from other
+channels is neither. Markers (engine.capture.markers) are never turns here. `max_chars`
+caps the formatted block (a hook's injection): items are kept in priority order (startup:
+crystals, the current space, the newest summary, the newest unsummarized turns,
+word-photos, older summaries; otherwise the fused order) and the block says what was
+left out and which tool brings it back.
 """
 
 from __future__ import annotations
@@ -25,16 +35,18 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.capture.events import Event
-from engine.capture.patterns import CHANNEL_PATTERN
+from engine.capture.markers import is_marker
+from engine.capture.patterns import CHANNEL_PATTERN, EVENT_UID_PATTERN
 from engine.crystal import crystals, summaries
 from engine.graph import texture
 from engine.graph.backend import Graph
 from engine.inventory import items as inventory
+from engine.recall import limits
 from engine.search import anchors, chunks, embeddings
 from engine.search import hybrid as search
 from engine.search.index import Index
@@ -77,17 +89,60 @@ TITLES = {
     "space": "Where you are",
     "unsummarized": "Turns since the last summary",
 }
+LEFT_OUT = {  # what a layer's items are called when some are not shown
+    "crystals": "older crystals",
+    "summaries": "summaries",
+    "anchors": "word-photos",
+    "space": "spaces",
+    "graph": "facts",
+    "turns": "past turns",
+    "recent": "turns from other channels",
+    "inventory": "inventory items",
+}
+STARTUP_TOOLS = {  # the tool that brings back what startup left out
+    "crystals": "get_crystals",
+    "summaries": "get_recent_summaries",
+    "anchors": "anchor_list",
+    "space": "list_spaces",
+}
 
+_SEARCH_LIMIT = next(
+    m.le for m in search.SearchRequest.model_fields["limit"].metadata if hasattr(m, "le")
+)
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall")
 
 
 class RecallRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    context: str = Field(min_length=1, max_length=16_000, description='"startup" or the moment.')
+    context: str = Field(
+        min_length=1, max_length=limits.CONTEXT_MAX_CHARS, description='"startup" or the moment.'
+    )
     limit_per_layer: int = Field(5, ge=1, le=50)
-    channel: str | None = Field(None, pattern=CHANNEL_PATTERN, description="The caller's channel.")
+    channel: str | None = Field(
+        None,
+        pattern=CHANNEL_PATTERN,
+        description="The caller's channel: its turns are not news from other channels.",
+    )
+    session_id: str | None = Field(
+        None,
+        max_length=256,
+        description="The caller's session: its turns are not news from other channels either.",
+    )
+    answering: list[Annotated[str, Field(pattern=EVENT_UID_PATTERN)]] = Field(
+        default_factory=list,
+        max_length=limits.ANSWERING_MAX,
+        description="The event_uids of the event this recall is for (a prompt, in all its"
+        " parts): no layer returns them, even when they are already stored.",
+    )
     max_tokens: int = Field(2000, ge=100, le=200_000)
+    max_chars: int | None = Field(
+        None,
+        ge=limits.MAX_CHARS_MIN,
+        le=limits.MAX_CHARS_MAX,
+        description="Most characters of `context`, the formatted block: items are kept in"
+        " priority order and the block says what was left out and how to get it.",
+    )
     trace: bool = Field(False, description="Show each item's signals: why it surfaced.")
 
 
@@ -113,7 +168,12 @@ class Recall(BaseModel):
     manifest: dict[str, LayerReport]
     unsummarized: int
     warning: str | None
-    more_unsummarized: int = Field(0, description="Startup: turns past the cap, not included.")
+    more_unsummarized: int = Field(
+        0, description="Startup: unsummarized turns not included (past the cap, or max_chars)."
+    )
+    left_out: dict[str, int] = Field(
+        default_factory=dict, description="Items left out to stay within max_chars, by layer."
+    )
     latency_ms: float
 
 
@@ -123,13 +183,18 @@ Layer = Callable[[], list[Item]]
 def recall(runtime: Layers, entity: str, request: RecallRequest) -> Recall:
     began = time.perf_counter()
     counting = _pool.submit(summaries.unsummarized_count, runtime.db, entity)
-    if request.context.strip().lower() == "startup":
+    startup = request.context.strip().lower() == "startup"
+    if startup:
         items, manifest, more = _startup(runtime, entity, request)
         chosen = items  # startup keeps everything it gathered: fidelity over thrift
     else:
         items, manifest = _ambient(runtime, entity, request)
         chosen, more = _trim(items, request.max_tokens), 0
     unsummarized = counting.result()
+    left_out: dict[str, int] = {}
+    if request.max_chars is not None:  # ... unless the caller can take only so much
+        chosen, left_out = _fit(chosen, startup, unsummarized, more, request.max_chars)
+        more += left_out.get("unsummarized", 0)
     for layer, report in manifest.items():
         kept = [item for item in chosen if item.layer == layer]
         report.count, report.chars = len(kept), sum(len(item.text) for item in kept)
@@ -142,12 +207,13 @@ def recall(runtime: Layers, entity: str, request: RecallRequest) -> Recall:
         for item in chosen:
             item.signals = None
     return Recall(
-        context=_format(chosen, unsummarized, more),
+        context=_format(chosen, unsummarized, more, left_out, request.max_chars, startup),
         items=chosen,
         manifest=manifest,
         unsummarized=unsummarized,
         warning=summaries.warning(unsummarized),
         more_unsummarized=more,
+        left_out=left_out,
         latency_ms=latency,
     )
 
@@ -248,14 +314,16 @@ def _startup(runtime: Layers, entity: str, request: RecallRequest):
 
     def space_items() -> list[Item]:
         view = inventory.current_space(db, entity, request.channel)
+        if view is None and request.channel:  # none entered on this channel: the last one
+            view = inventory.current_space(db, entity)
         return [] if view is None else [_space_item(view)]
 
     def turn_items() -> list[Item]:
-        found = summaries.turns_since_summary(
-            db, entity, summaries.SinceSummaryQuery(limit=STARTUP_TURN_CAP)
-        )
+        # The newest turns past the cap, in reading order: the older ones are a tool away.
+        ask = summaries.SinceSummaryQuery(limit=STARTUP_TURN_CAP, oldest_first=False)
+        found = summaries.turns_since_summary(db, entity, ask)
         page["more"] = max(found.unsummarized - len(found.turns), 0)
-        return [_turn_item(turn, "unsummarized", 1.0) for turn in found.turns]
+        return [_turn_item(turn, "unsummarized", 1.0) for turn in reversed(found.turns)]
 
     layers = {
         "crystals": crystal_items,
@@ -265,7 +333,7 @@ def _startup(runtime: Layers, entity: str, request: RecallRequest):
         "unsummarized": turn_items,
     }
     budgets = dict.fromkeys(layers, settings.recall_startup_budget_ms)
-    results, manifest = _fan_out(layers, budgets)
+    results, manifest = _fan_out(layers, budgets, set(request.answering))
     items = [item for name in layers for item in results.get(name, [])]
     return items, manifest, page.get("more", 0)
 
@@ -276,6 +344,7 @@ def _startup(runtime: Layers, entity: str, request: RecallRequest):
 def _ambient(runtime: Layers, entity: str, request: RecallRequest):
     settings, db, index, n = runtime.settings, runtime.db, runtime.index, request.limit_per_layer
     context = request.context[:QUERY_CHARS]
+    answering = set(request.answering)
 
     vector = _embed_once(index, context)
 
@@ -288,9 +357,13 @@ def _ambient(runtime: Layers, entity: str, request: RecallRequest):
         return [_search_item("anchors", r) for r in found.results]
 
     def turn_items() -> list[Item]:
-        query = search.SearchRequest(query=context, tiers="longform", limit=n)
-        found = search.search(index, entity, query, query_vector=vector)
-        return [_search_item("turns", r) for r in found.results]
+        # The events being answered would be the best matches of all: ask for that many more.
+        limit = min(n + len(answering), _SEARCH_LIMIT)
+        query = search.SearchRequest(query=context, tiers="longform", limit=limit)
+        found = search.search(index, entity, query, query_vector=vector).results
+        found = [r for r in found if r.event_uid not in answering][:n]
+        roles = _roles(db, entity, [r.event_uid for r in found if r.event_uid])
+        return [_search_item("turns", r, roles) for r in found]
 
     def graph_items() -> list[Item]:
         query = texture.SearchQuery(query=context, limit=n)
@@ -322,7 +395,8 @@ def _ambient(runtime: Layers, entity: str, request: RecallRequest):
         return [_summary_item(hit.summary, hit.score) for hit in hits]
 
     def recent_items() -> list[Item]:
-        return [_turn_item(turn, "recent", 1.0) for turn in _recent_elsewhere(db, entity, request)]
+        turns = _recent_elsewhere(db, entity, request)
+        return [_turn_item(turn, "recent", 1.0) for turn in turns]
 
     def inventory_items() -> list[Item]:
         return _named_things(db, entity, request.context)
@@ -337,7 +411,7 @@ def _ambient(runtime: Layers, entity: str, request: RecallRequest):
     }
     budgets = {name: settings.recall_budget_ms for name in layers}
     budgets["graph"] = settings.recall_graph_budget_ms
-    results, manifest = _fan_out(layers, budgets)
+    results, manifest = _fan_out(layers, budgets, answering)
     return _fuse(results), manifest
 
 
@@ -354,8 +428,9 @@ class LayerDown(Exception):
     """A layer that cannot answer now (its service is off or unreachable)."""
 
 
-def _fan_out(layers: dict[str, Layer], budgets: dict[str, float]):
-    """Run every layer at once; wait for each no longer than its budget (in ms)."""
+def _fan_out(layers: dict[str, Layer], budgets: dict[str, float], answering: set[str]):
+    """Run every layer at once; wait for each no longer than its budget (in ms). What a
+    layer found from the events being answered (and from nothing else) is dropped."""
     started = time.perf_counter()
     futures = {name: _pool.submit(_timed, layer) for name, layer in layers.items()}
     results: dict[str, list[Item]] = {}
@@ -377,9 +452,20 @@ def _fan_out(layers: dict[str, Layer], budgets: dict[str, float]):
         except Exception as exc:  # a failing layer is reported, never fatal
             manifest[name] = LayerReport(status="down", detail=f"{type(exc).__name__}: {exc}")
             continue
-        results[name] = found
+        results[name] = [item for item in found if not _answered(item, answering)]
         manifest[name] = LayerReport(status="ok", latency_ms=latency)
     return results, manifest
+
+
+def _answered(item: Item, answering: set[str]) -> bool:
+    """The item comes from the events being answered: a turn that is one of them, or a
+    fact drawn from them alone."""
+    if not answering:
+        return False
+    if item.source.get("event_uid") in answering:
+        return True
+    uids = item.source.get("event_uids")
+    return bool(uids) and all(uid in answering for uid in uids)
 
 
 def _timed(layer: Layer) -> tuple[list[Item], float]:
@@ -422,18 +508,26 @@ def _trim(items: list[Item], max_tokens: int) -> list[Item]:
 
 
 def _recent_elsewhere(db, entity: str, request: RecallRequest) -> list[Event]:
-    """The newest turns of each other channel (the caller's own are in its context),
-    at most a few per channel, from the entity's latest activity."""
+    """The newest turns of each other channel (the caller's own channel and session are
+    in its context already), at most a few per channel, from the entity's latest
+    activity; never markers, never the events being answered."""
     quota = max(1, request.limit_per_layer // 2)
     rows = db.conn.execute(
         "SELECT * FROM events WHERE entity = ? ORDER BY created_at DESC, id DESC LIMIT ?",
         (entity, RECENT_WINDOW),
     ).fetchall()
+    answering = set(request.answering)
     taken: dict[str, int] = {}
     found = []
     for row in rows:
         channel = row["channel"]
-        if channel == request.channel or taken.get(channel, 0) >= quota:
+        if (
+            is_marker(row["event_type"])
+            or row["event_uid"] in answering
+            or channel == request.channel
+            or (request.session_id is not None and row["session_id"] == request.session_id)
+            or taken.get(channel, 0) >= quota
+        ):
             continue
         taken[channel] = taken.get(channel, 0) + 1
         found.append(Event.from_row(row))
@@ -465,15 +559,27 @@ def _mentions(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name.lower())}\b", text) is not None
 
 
-def _search_item(layer: str, result: search.SearchResult) -> Item:
+def _roles(db, entity: str, uids: list[str]) -> dict[str, str | None]:
+    """The role of each of these events (a search result carries only the author)."""
+    rows = db.conn.execute(
+        "SELECT event_uid, role FROM events WHERE entity = ?"
+        " AND event_uid IN (SELECT value FROM json_each(?))",
+        (entity, json.dumps(uids)),
+    )
+    return dict(rows.fetchall())
+
+
+def _search_item(layer: str, result: search.SearchResult, roles: dict | None = None) -> Item:
     if result.event_uid is not None:
+        role = (roles or {}).get(result.event_uid)
         source = {
             "event_uid": result.event_uid,
             "channel": result.channel,
             "author": result.author,
+            "role": role,
             "created_at": result.created_at,
         }
-        text = _said(result.created_at, result.channel, result.author, result.text)
+        text = _said(result.created_at, result.channel, _who(result.author, role), result.text)
     else:
         source = {
             "path": result.path,
@@ -500,15 +606,20 @@ def _summary_item(summary: summaries.Summary, score: float) -> Item:
     )
 
 
+def _who(author: str | None, role: str | None) -> str | None:
+    """Who said a turn, the same in every layer: its author, else its role."""
+    return author or role or None
+
+
 def _said(created_at: str | None, channel: str | None, who: str | None, text: str) -> str:
     when = (created_at or "")[:16].replace("T", " ")
-    return f"[{when} {channel}] {who or '?'}: {text}"
+    return f"[{when} {channel}] {who}: {text}" if who else f"[{when} {channel}] {text}"
 
 
 def _turn_item(turn: Event, layer: str, score: float) -> Item:
     return Item(
         layer=layer,
-        text=_said(turn.created_at, turn.channel, turn.author or turn.role, turn.content),
+        text=_said(turn.created_at, turn.channel, _who(turn.author, turn.role), turn.content),
         score=score,
         source={
             "event_uid": turn.event_uid,
@@ -544,26 +655,101 @@ def _identity(item: Item) -> str:
     return "text:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def _format(items: list[Item], unsummarized: int, more: int) -> str:
+def _format(
+    items: list[Item],
+    unsummarized: int,
+    more: int,
+    left_out: dict[str, int] | None = None,
+    max_chars: int | None = None,
+    startup: bool = False,
+) -> str:
     """One markdown block, grouped by layer, each item with where it came from; empty when
     there is nothing to recall (a hook then injects nothing)."""
     if not items and not unsummarized:
         return ""
-    lines = [f"# Memory (ambient recall, {timestamps.now()[:16].replace('T', ' ')} UTC)"]
+    lines = _head()
     for layer, title in TITLES.items():
         group = [item for item in items if item.layer == layer]
         if not group:
             continue
         lines += ["", f"## {title}"]
-        for item in group:
-            lines.append(f"- {item.text.strip()}  _({_cite(item.source)})_")
-    lines += ["", f"Unsummarized turns: {unsummarized}"]
+        lines += [_line(item) for item in group]
+    lines += _foot(unsummarized, more, left_out or {}, max_chars, startup)
+    return "\n".join(lines)
+
+
+def _head() -> list[str]:
+    return [f"# Memory (ambient recall, {timestamps.now()[:16].replace('T', ' ')} UTC)"]
+
+
+def _line(item: Item) -> str:
+    return f"- {item.text.strip()}  _({_cite(item.source)})_"
+
+
+def _foot(
+    unsummarized: int, more: int, left_out: dict[str, int], max_chars: int | None, startup: bool
+) -> list[str]:
+    """The count, what was not shown and how to get it, and the warning."""
+    lines = ["", f"Unsummarized turns: {unsummarized}"]
     if more:
         lines.append(f"({more} older unsummarized turns not shown: get_turns_since_summary)")
+    for layer, count in left_out.items():
+        if count and layer != "unsummarized":
+            tool = STARTUP_TOOLS.get(layer, "ambient_recall") if startup else "ambient_recall"
+            lines.append(f"({count} {LEFT_OUT.get(layer, 'items')} not shown: {tool})")
+    if any(left_out.values()):
+        lines.append(f"(cut to fit {max_chars:,} characters)")
     warning = summaries.warning(unsummarized)
     if warning:
         lines.append(f"Warning: {warning}")
-    return "\n".join(lines)
+    return lines
+
+
+def _fit(
+    items: list[Item], startup: bool, unsummarized: int, more: int, max_chars: int
+) -> tuple[list[Item], dict[str, int]]:
+    """The items whose formatted block fits in `max_chars`, and how many of each layer
+    were left out. Items are taken in priority order while they fit: for startup,
+    crystals, the current space, the newest summary, the newest unsummarized turns,
+    word-photos, the other summaries, each layer newest first and without gaps (a layer
+    that stops fitting takes no more); otherwise best first. The block keeps its order."""
+    totals: dict[str, int] = {}
+    for item in items:
+        totals[item.layer] = totals.get(item.layer, 0) + 1
+    # The head and foot as long as they can get: every item left out, and told so.
+    worst = _foot(unsummarized, more + totals.get("unsummarized", 0), totals, max_chars, startup)
+    used = len("\n".join(_head() + worst))
+    kept: set[int] = set()
+    shown: set[str] = set()
+    closed: set[str] = set()
+    left_out: dict[str, int] = {}
+    for item in _startup_priority(items) if startup else items:
+        cost = len(_line(item)) + 1
+        if item.layer not in shown:
+            cost += len(TITLES[item.layer]) + 5  # "" and "## title", each a line
+        if item.layer not in closed and used + cost <= max_chars:
+            used += cost
+            kept.add(id(item))
+            shown.add(item.layer)
+        else:
+            left_out[item.layer] = left_out.get(item.layer, 0) + 1
+            if startup:
+                closed.add(item.layer)
+    return [item for item in items if id(item) in kept], left_out
+
+
+def _startup_priority(items: list[Item]) -> list[Item]:
+    """Startup's items, most important first (each layer arrives oldest first)."""
+    by_layer = {layer: [item for item in items if item.layer == layer] for layer in TITLES}
+    newest_summaries = by_layer["summaries"][::-1]
+    return [
+        *by_layer["crystals"][::-1],
+        *by_layer["space"],
+        *newest_summaries[:1],
+        *by_layer["unsummarized"][::-1],
+        *by_layer["anchors"],
+        *newest_summaries[1:],
+    ]
 
 
 def _cite(source: dict[str, Any]) -> str:

@@ -13,6 +13,9 @@ migrations/0005; measured on LoCoMo in bench/locomo.py). A new turn also changes
 context of the turns before it. Contexts are written by the job, not at capture: they
 hold several turns' words each, and indexing them would make capture several times
 slower.
+
+Markers (engine.capture.markers: a session started, a context compacted) are events but
+not turns: they get no row, and are no turn's neighbours.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import sqlite3
 from datetime import datetime
 
+from engine.capture.markers import turns_only
 from engine.search import embeddings
 from engine.search.index import Index, content_hash, embed_hash
 from engine.store import queue
@@ -28,15 +32,17 @@ from engine.store import queue
 JOB_KIND = "embed_events"
 _CONTEXT_BATCH = 200
 _COLUMNS = "id, entity, channel, author, content, session_id, created_at"
+_TURN = turns_only()
 
 
 def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int], enqueue=True) -> None:
     """Index newly stored events by their own words (inside the transaction that stored
-    them) and enqueue one job for their context and vectors."""
-    if not event_ids:
+    them) and enqueue one job for their context and vectors. Markers are left out."""
+    found = _events(conn, event_ids)
+    if not found:
         return
     rows = []
-    for event in _events(conn, event_ids):
+    for event in found:
         body = render(event["created_at"], event["author"], event["content"])
         rows.append(
             (
@@ -56,7 +62,8 @@ def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int], enqueue=T
         rows,
     )
     if enqueue:
-        queue.enqueue(conn, entity, JOB_KIND, str(event_ids[0]), {"event_ids": event_ids})
+        ids = [event["id"] for event in found]
+        queue.enqueue(conn, entity, JOB_KIND, str(ids[0]), {"event_ids": ids})
 
 
 def add_context(index: Index, entity: str, event_ids: list[int]) -> None:
@@ -86,8 +93,9 @@ def backfill(index: Index, entity: str, batch: int = 500) -> int:
         ids = [
             r[0]
             for r in index.db.conn.execute(
-                "SELECT e.id FROM events e WHERE e.entity = ? AND NOT EXISTS"
-                " (SELECT 1 FROM search_chunks c WHERE c.event_id = e.id) ORDER BY e.id LIMIT ?",
+                f"SELECT e.id FROM events e WHERE e.entity = ? AND {turns_only('e.')}"
+                " AND NOT EXISTS (SELECT 1 FROM search_chunks c WHERE c.event_id = e.id)"
+                " ORDER BY e.id LIMIT ?",
                 (entity, batch),
             )
         ]
@@ -132,21 +140,22 @@ def render(created_at: str, author: str | None, content: str) -> str:
 
 
 def _events(conn, ids: list[int]) -> list[sqlite3.Row]:
+    """The turns among these events (markers are not), in time order."""
     return conn.execute(
         f"SELECT {_COLUMNS} FROM events WHERE id IN (SELECT value FROM json_each(?))"
-        " ORDER BY created_at, id",
+        f" AND {_TURN} ORDER BY created_at, id",
         (json.dumps(ids),),
     ).fetchall()
 
 
 def _neighbourhood(conn, event, reach: int) -> list[sqlite3.Row]:
-    """The event with up to `reach` events before and after it in its conversation:
+    """The event with up to `reach` turns before and after it in its conversation:
     the same session, or the same channel for events without a session."""
     if event["session_id"] is not None:
         same, key = "session_id = ?", event["session_id"]
     else:
         same, key = "session_id IS NULL AND channel = ?", event["channel"]
-    where = f"entity = ? AND {same}"
+    where = f"entity = ? AND {same} AND {_TURN}"
     at = (event["created_at"], event["id"])
     before = conn.execute(
         f"SELECT {_COLUMNS} FROM events WHERE {where} AND (created_at, id) < (?, ?)"

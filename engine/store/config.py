@@ -217,6 +217,13 @@ class Settings(BaseSettings):
     hook_budget_s: float = Field(
         2.0, gt=0, description="A hook returns within this many seconds, whatever happens."
     )
+    hook_max_chars: int = Field(
+        10_000,
+        ge=1_000,
+        le=1_000_000,
+        description="Most characters a hook injects; recall fills them most important first"
+        " and says what it left out.",
+    )
 
     @field_validator(
         "url",

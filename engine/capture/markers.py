@@ -1,0 +1,32 @@
+"""Markers: events that say something happened to a conversation (a session started or
+ended, the context was compacted, a message was deleted), not something said in it.
+
+Raw capture stores a marker like any event: it is history, and it closes a graph window.
+But it is not a turn: it gets no search row, it is never recalled as a past turn or as
+news from another channel, and it is not counted or listed as unsummarized. Event types
+are open (clients name their own), so the markers are the list and every other type is
+conversation: message, edit, longform, note, ...
+
+migrations/0007_markers.sql dropped the search rows of the markers already indexed; a
+type added here later needs a migration that does the same for its rows.
+"""
+
+from __future__ import annotations
+
+MARKER_TYPES = ("session_start", "session_end", "pre_compact", "delete")
+
+
+def is_marker(event_type: str | None) -> bool:
+    return event_type in MARKER_TYPES
+
+
+def turns_only(alias: str = "") -> str:
+    """An SQL condition: the event (its columns prefixed with `alias`) is a turn."""
+    listed = ", ".join(f"'{name}'" for name in MARKER_TYPES)
+    return f"{alias}event_type NOT IN ({listed})"
+
+
+def markers_only(alias: str = "") -> str:
+    """An SQL condition: the event is a marker (the index events_by_type serves it)."""
+    listed = ", ".join(f"'{name}'" for name in MARKER_TYPES)
+    return f"{alias}event_type IN ({listed})"

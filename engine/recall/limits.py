@@ -1,0 +1,11 @@
+"""What a recall request may hold, as plain numbers: engine.recall.ambient.RecallRequest
+declares its fields with them, and a client (the Claude Code hooks) cuts what it sends
+to them without loading the engine's models."""
+
+CONTEXT_MAX_CHARS = 16_000
+"""The longest context (the moment recalled for); search reads its first 4,096."""
+ANSWERING_MAX = 100
+"""Most event_uids one recall may be answering (a long prompt is stored in parts)."""
+MAX_CHARS_MIN = 1_000
+MAX_CHARS_MAX = 1_000_000
+"""The range of max_chars, the most characters of the formatted block."""
