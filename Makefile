@@ -5,8 +5,10 @@ BIN    := $(VENV)/bin
 
 .PHONY: run test lint format clean
 
+# Data in the user's data folder (~/.local/share/pps), where every `pps` command looks
+# by default; `make run DATA_DIR=./data` for another.
 run: $(VENV)/.installed
-	$(BIN)/pps serve
+	$(BIN)/pps serve $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

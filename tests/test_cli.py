@@ -26,6 +26,23 @@ def pps(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedPr
     )
 
 
+def as_user(home: Path, **env: str) -> dict[str, str]:
+    """The environment of a user whose home is `home`: no PPS_ or XDG_ variables of ours."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PPS_", "XDG_"))}
+    return {**clean, "HOME": str(home), **env}
+
+
+def run_as(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`pps ARGS` typed by that user in the folder `cwd`."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pps.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+    )
 
 
 def mode(path: Path) -> int:
@@ -139,6 +156,47 @@ def test_no_token_is_issued_that_cannot_be_written(tmp_path):
     assert entities.authenticate(db, token) == "x"  # the old token still works
 
 
+def test_the_data_dir_is_the_users_own_whatever_the_current_folder(tmp_path):
+    """Not ./data: `pps entity create` run from another folder finds the same database."""
+    home = tmp_path / "home"
+    user = as_user(home)
+    created = run_as(user, "entity", "create", "ghost", cwd=tmp_path / "repo")
+    assert created.returncode == 0, created.stderr
+    assert (home / ".local" / "share" / "pps" / "pps.sqlite3").exists()
+    assert not (tmp_path / "repo" / "data").exists()
+    listed = run_as(user, "entity", "list", cwd=tmp_path / "elsewhere")
+    assert listed.stdout.startswith("ghost "), listed.stdout + listed.stderr
+    xdg = as_user(home, XDG_DATA_HOME=str(tmp_path / "xdg"))
+    assert run_as(xdg, "entity", "create", "other", cwd=tmp_path / "repo").returncode == 0
+    assert (tmp_path / "xdg" / "pps" / "pps.sqlite3").exists()
+
+
+def words(text: str) -> str:
+    """Help text without its line breaks (a long path may be broken anywhere)."""
+    return "".join(text.split())
+
+
+def test_every_option_shows_its_environment_variable_and_default(tmp_path):
+    home = tmp_path / "home"
+    user = as_user(home)
+    data_dir = words(f"[env: PPS_DATA_DIR, default: {home}/.local/share/pps]")
+    serve = run_as(user, "serve", "--help", cwd=tmp_path)
+    assert serve.returncode == 0, serve.stderr
+    shown = words(serve.stdout)
+    assert data_dir in shown, shown
+    assert words("[env: PPS_PORT, default: 8000]") in shown
+    assert words("[env: PPS_HOST, default: 127.0.0.1]") in shown
+    assert "<bool>" not in shown and "--allow-remoteAllow" in shown
+    assert "--install-completion" not in shown
+    for command in [
+        ("entity", "create"), ("entity", "list"), ("queue",), ("reindex",),
+        ("replay", "graph"), ("doctor",),
+    ]:  # fmt: skip
+        shown = words(run_as(user, *command, "--help", cwd=tmp_path).stdout)
+        assert data_dir in shown, f"pps {' '.join(command)} --help: {shown}"
+    mine = as_user(home, PPS_DATA_DIR=str(tmp_path / "mine"))
+    shown = words(run_as(mine, "entity", "list", "--help", cwd=tmp_path).stdout)
+    assert words(f"now {tmp_path / 'mine'}") in shown
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::"])

@@ -37,3 +37,26 @@ def test_dot_env_is_read_and_git_ignored(tmp_path, monkeypatch):
     (tmp_path / ".env").write_text("PPS_PORT=9123\n")
     assert Settings().port == 9123
     assert ".env" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_the_data_and_client_folders_are_the_users_own(tmp_path, monkeypatch):
+    """Not relative to the current folder: the user's data and state folders (XDG)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("PPS_DATA_DIR", "PPS_CLIENT_DIR", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    settings = Settings(_env_file=None)
+    assert settings.data_dir == home / ".local" / "share" / "pps"
+    assert settings.client_dir == home / ".local" / "state" / "pps"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data-home"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state-home"))
+    settings = Settings(_env_file=None)
+    assert settings.data_dir == tmp_path / "data-home" / "pps"
+    assert settings.client_dir == tmp_path / "state-home" / "pps"
+    monkeypatch.setenv("PPS_DATA_DIR", "")  # as .env.example writes it: unset
+    assert Settings(_env_file=None).data_dir == tmp_path / "data-home" / "pps"
+    monkeypatch.setenv("PPS_DATA_DIR", "mine")  # given: taken from here, said in full
+    assert Settings(_env_file=None).data_dir == tmp_path / "mine"
+    monkeypatch.setenv("PPS_CLIENT_DIR", "~/state")
+    assert Settings(_env_file=None).client_dir == home / "state"

@@ -15,12 +15,28 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from engine.store.net import is_loopback
 
 
+def default_folder(setting: str) -> Path:
+    """Where `data_dir` or `client_dir` is when not set: the user's data folder
+    (`$XDG_DATA_HOME/pps`, else `~/.local/share/pps`) or state folder (`$XDG_STATE_HOME/pps`,
+    else `~/.local/state/pps`); platformdirs' equivalents on macOS and Windows."""
+    import platformdirs
+
+    if setting == "data_dir":
+        return platformdirs.user_data_path("pps")
+    return platformdirs.user_state_path("pps")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="PPS_", env_file=".env", extra="ignore", populate_by_name=True
     )
 
-    data_dir: Path = Field(Path("data"), description="Where the database and entity homes live.")
+    data_dir: Path = Field(
+        None,
+        validate_default=True,
+        description="Where the database and entity homes live; unset: the user's data folder "
+        "($XDG_DATA_HOME/pps, else ~/.local/share/pps).",
+    )
     host: str = Field("127.0.0.1", description="Address the server binds.")
     port: int = Field(8000, ge=1, le=65535, description="Port the server listens on.")
     allow_remote: bool = Field(False, description="Allow binding a non-loopback address.")
@@ -201,8 +217,11 @@ class Settings(BaseSettings):
         None, description="A 0600 file holding the entity token (read when PPS_TOKEN is unset)."
     )
     client_dir: Path = Field(
-        Path("~/.local/state/pps"),
-        description="Where clients keep their spool and the transcript positions of hooks.",
+        None,
+        validate_default=True,
+        description="Where clients keep their spool, the transcript positions of hooks and "
+        "hooks.log; unset: the user's state folder ($XDG_STATE_HOME/pps, else "
+        "~/.local/state/pps).",
     )
     spool_path: Path | None = Field(
         None,
@@ -242,6 +261,15 @@ class Settings(BaseSettings):
         """`LLM_MODEL=` in .env (as .env.example writes it) means not set; an empty path
         would otherwise be the current directory."""
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("data_dir", "client_dir", mode="before")
+    @classmethod
+    def _user_folder_if_unset(cls, value, info):
+        """Unset (or blank): the user's own folder, whatever the current folder is; a
+        path given is made absolute (against the current folder), `~` expanded."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return default_folder(info.field_name)
+        return Path(value).expanduser().absolute()
 
     @property
     def database_path(self) -> Path:

@@ -43,14 +43,26 @@ class LazyCommands(TyperGroup):
         if isinstance(found, typer.Typer):
             command = typer.main.get_group(found)
         else:
-            single = typer.Typer()
+            single = typer.Typer(add_completion=False)
             single.command(name)(found)
             command = typer.main.get_command(single)
         command.name = name
+        _plain_help(command)
         return command
 
 
-app = typer.Typer(cls=LazyCommands, no_args_is_help=True, add_completion=False)
+def _plain_help(command) -> None:
+    """Click's own help layout for every command. Typer's Rich layout reads help text as
+    Rich markup, so "[env: PPS_PORT, default: 8000]" vanished from every option, and it
+    gave flags a `<bool>` type; the plain layout shows both as written."""
+    command.rich_markup_mode = None
+    for sub in getattr(command, "commands", {}).values():
+        _plain_help(sub)
+
+
+app = typer.Typer(
+    cls=LazyCommands, no_args_is_help=True, add_completion=False, rich_markup_mode=None
+)
 
 
 @app.callback()

@@ -9,12 +9,20 @@ from typing import Annotated
 
 import typer
 
-from engine.store.config import Settings
+from engine.store.config import Settings, default_folder
 
-DataDir = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Where data lives [env: PPS_DATA_DIR, default: ./data]."),
-]
+
+def _data_dir_help() -> str:
+    """The data dir a command opens, as its --help says it: the environment's, else the
+    user's data folder (`pps doctor` also counts `.env`)."""
+    default = default_folder("data_dir")
+    chosen = os.environ.get("PPS_DATA_DIR", "").strip()
+    now = f"now {Path(chosen).expanduser().absolute()}, " if chosen else ""
+    where = f"env: PPS_DATA_DIR, {now}default: {default}"
+    return f"Where the database and entity homes live [{where}]."
+
+
+DataDir = Annotated[Path | None, typer.Option("--data-dir", help=_data_dir_help())]
 Port = Annotated[
     int | None, typer.Option("--port", help="Server port [env: PPS_PORT, default: 8000].")
 ]
@@ -24,7 +32,10 @@ Url = Annotated[
     typer.Option("--url", help="The service [env: PPS_URL, default: http://127.0.0.1:<port>]."),
 ]
 TokenFile = Annotated[
-    Path | None, typer.Option("--token-file", help="Also write the token to this file (0600).")
+    Path | None,
+    typer.Option(
+        "--token-file", help="Also write the token to this file (0600; its folder is made 0700)."
+    ),
 ]
 ClientToken = Annotated[
     Path | None,
