@@ -25,6 +25,7 @@ from engine.store.errors import (
     Unavailable,
     from_validation,
 )
+from engine.store.lock import SERVE, DataDirLock
 from mcp_bridge.mount import mount as mcp_mount
 from pps.rest import (
     anchors,
@@ -43,18 +44,32 @@ from pps.rest import (
 from pps.rest.deps import Unauthorized, problem_response
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
+    """The app for one data dir. Its lifespan holds the data dir's lock (one server per
+    data dir) before anything starts: `lock` is one already taken (`pps serve` takes it
+    before loading the engine); without it the lifespan takes its own and lets it go at
+    shutdown, so the same process can serve the data dir again."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.db = Database.open(settings)
-        app.state.runtime = Runtime(settings, app.state.db)
-        app.state.runtime.start()
+        own = None
+        if lock is None or not lock.held:
+            own = DataDirLock.acquire(
+                settings.data_dir, SERVE, host=settings.host, port=settings.port
+            )
         try:
-            async with serving_mcp():
-                yield
+            app.state.db = Database.open(settings)
+            app.state.runtime = Runtime(settings, app.state.db)
+            app.state.runtime.start()
+            try:
+                async with serving_mcp():
+                    yield
+            finally:
+                app.state.runtime.stop()
+                app.state.db.close()
         finally:
-            app.state.runtime.stop()
-            app.state.db.close()
+            if own is not None:
+                own.release()
 
     app = FastAPI(
         title="pps — Pattern Persistence Service",
@@ -101,7 +116,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound):
-        return problem_response(404, "not_found", [FieldProblem("path", str(exc))])
+        return problem_response(404, "not_found", [FieldProblem(exc.field, str(exc))])
 
     @app.exception_handler(Conflict)
     async def conflict(request: Request, exc: Conflict):

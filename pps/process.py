@@ -21,15 +21,33 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """A `pps serve` child on 127.0.0.1 with its own data dir."""
+    """A `pps serve` child on 127.0.0.1 with its own data dir: `data_dir=None` runs it
+    without --data-dir, as a user types it (then name `log`, and pass `env` with the
+    user's HOME and the `cwd` it runs in)."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, env: dict[str, str] | None = None):
-        self.data_dir = Path(data_dir)
+    def __init__(
+        self,
+        data_dir: Path | None,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        *,
+        cwd: Path | None = None,
+        log: Path | None = None,
+        replace_env: bool = False,
+    ):
+        self.data_dir = Path(data_dir) if data_dir is not None else None
         self.port = port or free_port()
-        self.env = {**os.environ, **(env or {})}
+        self.env = dict(env or {}) if replace_env else {**os.environ, **(env or {})}
+        self.cwd = cwd
         self.proc: subprocess.Popen | None = None
-        self.log = self.data_dir.parent / f"serve-{self.port}.log"
+        if log is None:
+            assert self.data_dir is not None, "name the log of a server without --data-dir"
+            log = self.data_dir.parent / f"serve-{self.port}.log"
+        self.log = Path(log)
         self.log.parent.mkdir(parents=True, exist_ok=True)
+
+    def _data_dir_args(self) -> list[str]:
+        return ["--data-dir", str(self.data_dir)] if self.data_dir is not None else []
 
     @property
     def url(self) -> str:
@@ -38,8 +56,9 @@ class ServerProcess:
     def pps(self, *args: str) -> str:
         """Run a `pps` command against this server's data dir; return its stdout."""
         done = subprocess.run(
-            [sys.executable, "-m", "pps.cli", *args, "--data-dir", str(self.data_dir)],
+            [sys.executable, "-m", "pps.cli", *args, *self._data_dir_args()],
             env=self.env,
+            cwd=self.cwd,
             capture_output=True,
             text=True,
             check=True,
@@ -48,9 +67,11 @@ class ServerProcess:
 
     def start(self, timeout: float = 30) -> ServerProcess:
         command = [sys.executable, "-m", "pps.cli", "serve"]
-        command += ["--data-dir", str(self.data_dir), "--port", str(self.port)]
+        command += [*self._data_dir_args(), "--port", str(self.port)]
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(command, env=self.env, stdout=log, stderr=log)
+            self.proc = subprocess.Popen(
+                command, env=self.env, stdout=log, stderr=log, cwd=self.cwd
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -228,3 +230,29 @@ def test_doctor_says_what_works_and_why_not(tmp_path):
         env={**env, "LLM_PROVIDER": "openai_compatible", "LLM_BASE_URL": "http://127.0.0.1:9/v1"},
     )
     assert down.returncode == 1 and "unreachable" in down.stdout
+
+
+def test_serve_on_a_port_in_use_says_so_before_loading_the_engine(tmp_path):
+    from tests.test_layers import HEAVY
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        probe = (
+            "import json, sys\n"
+            "from pps.cli import app\n"
+            "try:\n"
+            f"    app(['serve', '--port', '{port}', '--data-dir', {str(tmp_path / 'data')!r}])\n"
+            "except SystemExit as exc:\n"
+            "    code = exc.code\n"
+            "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules})]))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+        )
+    code, loaded = json.loads(done.stdout.splitlines()[-1])
+    assert code == 1, done.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr and "--port" in done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert not set(loaded) & set(HEAVY), sorted(set(loaded) & set(HEAVY))

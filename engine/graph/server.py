@@ -8,6 +8,10 @@ append-only file fsynced on every write (`appendfsync always`), so a graph write
 was acknowledged survives a crash, and a job is marked done only once its writes are
 durable. If the server dies it is started again; a server orphaned by an engine killed
 with SIGKILL is found by its pid file and stopped before a new one starts.
+
+That a FalkorDB found on the data dir's files is an orphan holds only because whoever
+starts one holds the data dir's lock (engine.store.lock: `pps serve`, and `pps replay
+graph` or `pps doctor` when no server runs), so no live server can own it.
 """
 
 from __future__ import annotations
@@ -205,7 +209,8 @@ class FalkorServer:
             return False
 
     def _stop_orphan(self) -> None:
-        """A server left running by an engine killed with SIGKILL holds our files: stop it."""
+        """A server left running by an engine killed with SIGKILL holds our files: stop it.
+        (The caller holds the data dir's lock: no running engine can own it.)"""
         try:
             pid = int(self.pid_file.read_text())
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()

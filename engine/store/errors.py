@@ -37,7 +37,12 @@ class InputError(ValueError):
 
 
 class NotFound(LookupError):
-    """The thing asked for does not exist (for this entity)."""
+    """The thing asked for does not exist (for this entity). `field` names the input that
+    asked for it (`entity_name`, `uuid`); by default the request's path."""
+
+    def __init__(self, problem: str, field: str = "path"):
+        self.field = field
+        super().__init__(problem)
 
 
 class Conflict(ValueError):
