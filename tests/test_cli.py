@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -215,14 +216,19 @@ def test_settings_default_to_loopback_and_port_8000(tmp_path):
 
 
 def test_doctor_says_what_works_and_why_not(tmp_path):
-    env = {"PPS_PORT": "9", "LLM_PROVIDER": "none"}
+    env = {"PPS_PORT": "9", "LLM_PROVIDER": "none", "GRAPH_BACKEND": "falkordb", "GRAPH_URL": ""}
     done = pps("doctor", "--data-dir", str(tmp_path / "data"), env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = {line.split()[0]: line for line in done.stdout.splitlines()}
+    assert f"{tmp_path / 'data'}" in lines["data"] and "--data-dir" in lines["data"]
     assert " ok " in lines["database"] and "0o700" in lines["database"]
     assert " ok " in lines["embeddings"]
     assert "unconfigured" in lines["llm"] and "LLM_PROVIDER" in lines["llm"]
     assert "not running" in lines["service"]
+    assert " ok " in lines["graph"] and "falkordb (embedded)" in lines["graph"]  # it was started
+    assert [line.split()[0] for line in done.stdout.splitlines()] == [
+        "data", "database", "service", "graph", "llm", "embeddings",
+    ]  # fmt: skip
     down = pps(
         "doctor",
         "--data-dir",
@@ -230,6 +236,47 @@ def test_doctor_says_what_works_and_why_not(tmp_path):
         env={**env, "LLM_PROVIDER": "openai_compatible", "LLM_BASE_URL": "http://127.0.0.1:9/v1"},
     )
     assert down.returncode == 1 and "unreachable" in down.stdout
+
+
+def test_doctor_prints_each_check_as_it_finishes(tmp_path):
+    """The database line is on the screen while the LLM check still waits for an answer:
+    the LLM here is a socket the test answers only once it has read that line."""
+    with socket.socket() as llm:
+        llm.bind(("127.0.0.1", 0))
+        llm.listen()
+        env = {
+            "PPS_PORT": "9",
+            "GRAPH_BACKEND": "none",
+            "LLM_PROVIDER": "openai_compatible",
+            "LLM_BASE_URL": f"http://127.0.0.1:{llm.getsockname()[1]}/v1",
+        }
+        doctor = subprocess.Popen(
+            [sys.executable, "-m", "pps.cli", "doctor", "--data-dir", str(tmp_path / "data")],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **env},
+        )
+        try:
+            database = next(line for line in doctor.stdout if line.startswith("database "))
+            assert " ok " in database, database
+            connection, _ = llm.accept()  # the probe asks; nothing was answered before the line
+            with connection, contextlib.suppress(OSError):  # (unless it gave up waiting)
+                connection.recv(65536)
+                body = b'{"object": "list", "data": [{"id": "m", "object": "model"}]}'
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+                )
+            rest = doctor.stdout.read()
+        finally:
+            if doctor.poll() is None:
+                doctor.kill()
+            doctor.wait()
+    lines = {line.split()[0]: line for line in rest.splitlines()}
+    assert " ok " in lines["llm"], (
+        rest
+    )  # answered in time: it had not printed everything at the end
+    assert "disabled" in lines["graph"]
 
 
 def test_serve_on_a_port_in_use_says_so_before_loading_the_engine(tmp_path):

@@ -16,7 +16,6 @@ import re
 import time
 from collections.abc import Sequence
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engine.capture import events as capture
@@ -28,6 +27,7 @@ from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.errors import Conflict, NotFound, Unavailable
+from engine.store.lock import SERVE, DataDirBusy, DataDirLock
 from engine.store.queue import QueueStatus
 
 log = logging.getLogger("pps.texture")
@@ -175,7 +175,7 @@ def explore(graph, db: Database, entity: str, query: ExploreQuery) -> Exploratio
     except Exception as exc:
         return Exploration(center=None, nodes=[], facts=[], status=_unavailable(exc))
     if found.center is None:
-        raise NotFound(f"no entity named {query.entity_name!r} in the graph")
+        raise NotFound(f"no entity named {query.entity_name!r} in the graph", "entity_name")
     return Exploration(
         center=found.center,
         nodes=found.nodes,
@@ -320,7 +320,7 @@ def delete(graph, db: Database, entity: str, uuid: str) -> Deleted:
     except GraphUnavailable as exc:
         raise Unavailable("graph", f"{down} ({_unavailable(exc)})") from exc
     if kind is None:
-        raise NotFound(f"no fact, entity or episode {uuid!r} in this entity's graph")
+        raise NotFound(f"no fact, entity or episode {uuid!r} in this entity's graph", "uuid")
     if kind == "episode":
         episodes.mark_deleted(db, entity, uuid)
     return Deleted(uuid=uuid, deleted=kind)
@@ -387,63 +387,80 @@ def rebuild(
 ) -> ReplayOutcome:
     """`pps replay graph`: replay the log of each entity into the graph and wait for it.
 
-    With a server running, its workers do the work and this only watches. Otherwise the
-    graph and the workers run here until the replay is done, or until its jobs wait (no
-    LLM, key refused, budget spent: the reason is returned). Stopping midway loses
-    nothing: the jobs stay queued, and running it again resumes the same replay.
+    With a server running on the data dir (it holds the data dir's lock), its workers do
+    the work and this only watches. Otherwise this takes the lock, and the graph and the
+    workers run here. Either way it returns once the replay is done, or as soon as what
+    is left of it waits: the entity's graph queue is paused (no LLM, key refused, budget
+    spent), and the reason is returned. Pauses of these entities are lifted first, so
+    the reason is today's. Stopping midway loses nothing: the jobs stay queued, and
+    running it again resumes the same replay. Another command holding the data dir is
+    a Conflict.
     """
     from engine.graph.backend import Graph
-    from engine.graph.server import FalkorServer
 
-    here = not _server_running(settings, FalkorServer)
-    if fresh and not here:
-        raise Conflict("a server is using the graph: stop it before replaying with --fresh")
-    graph = Graph(settings, db).start(sweep=False) if here else None
-    workers = None
     try:
+        lock = DataDirLock.acquire(settings.data_dir, "pps replay graph")
+    except DataDirBusy as busy:
+        if busy.owner.command != SERVE:
+            raise Conflict(f"{busy}: wait for it to finish") from None
+        if fresh:
+            raise Conflict(f"{busy}: stop it before replaying with --fresh") from None
+        lock = None  # the server's workers do the work
+    here = lock is not None
+    graph = workers = None
+    try:
+        graph = Graph(settings, db).start(sweep=False) if here else None
         if graph is not None:
             for name in names if fresh else []:
                 graph.store.clear(name)
             queue.resume(db)
+        else:
+            for name in names:
+                queue.retry(db, name)
         numbers = [episodes.replay(db, episodes.Window.from_settings(settings), n) for n in names]
         if graph is not None:
             workers = queue.Workers(db, queue.Policy.from_settings(settings))
             workers.add(episodes.JOB_KIND, handler(graph, db, settings), settings.graph_concurrency)
             workers.start()
         while True:
-            states = [episodes.replay_progress(db, n) for n in numbers]
-            total = sum(s["total"] for s in states)
-            done, dead = sum(s["done"] for s in states), sum(s["dead"] for s in states)
+            outcome = _replay_state(db, numbers, here)
             if progress is not None:
-                progress(done + dead, total)
-            busy = sum(s["pending"] + s["running"] + s["retry"] for s in states)
-            waiting = sum(s["waiting"] for s in states)
-            if done + dead >= total or (waiting and not busy):
-                reason = None
-                if done + dead < total:
-                    paused = queue.status(db, dead_limit=0).paused
-                    reason = next((p.reason for p in paused if p.kind == episodes.JOB_KIND), None)
-                return ReplayOutcome(
-                    total=total, done=done, dead=dead, waiting=reason, ran_here=here
-                )
+                progress(outcome.done + outcome.dead, outcome.total)
+            if outcome.waiting or outcome.done + outcome.dead >= outcome.total:
+                return outcome
             time.sleep(0.2)
     finally:
         if workers is not None:
             workers.stop()
         if graph is not None:
             graph.stop()
+        if lock is not None:
+            lock.release()
 
 
-def _server_running(settings: Settings, server_class) -> bool:
-    """A `pps serve` on this data dir (its FalkorDB answers) or on the configured port."""
-    embedded = settings.graph_backend == "falkordb" and not settings.graph_url
-    if embedded and server_class(settings.data_dir).answers():
-        return True
-    try:
-        httpx.get(f"http://{settings.host}:{settings.port}/health", timeout=1)
-        return True
-    except httpx.HTTPError:
-        return False
+def _replay_state(db: Database, numbers: list[int], here: bool) -> ReplayOutcome:
+    """How far the replays are; `waiting` is set once nothing left of them can move: every
+    unfinished job is of an entity whose graph queue is paused, and none is running (a
+    paused queue's pending and retrying jobs are not claimed until it is lifted)."""
+    states = [episodes.replay_progress(db, n) for n in numbers]
+    paused = {
+        p.entity: p.reason
+        for p in queue.status(db, dead_limit=0).paused
+        if p.kind == episodes.JOB_KIND
+    }
+    total = sum(s["total"] for s in states)
+    done, dead = sum(s["done"] for s in states), sum(s["dead"] for s in states)
+    stuck, moving = [], False
+    for s in states:
+        left = s["pending"] + s["retry"] + s["waiting"] + s["running"]
+        if not left:
+            continue
+        if s["entity"] in paused and not s["running"]:
+            stuck.append(f"{s['entity']}: {paused[s['entity']]}")
+        else:
+            moving = True
+    waiting = "; ".join(stuck) if stuck and not moving else None
+    return ReplayOutcome(total=total, done=done, dead=dead, waiting=waiting, ran_here=here)
 
 
 # --- plumbing ---

@@ -1,47 +1,177 @@
-"""`pps doctor`: what works, and why not."""
+"""`pps doctor`: what works, and why not.
+
+One line per component, printed as soon as it is checked: the database, the service, the
+graph, the LLM, the embedding model. With a server running on the data dir (it holds the
+data dir's lock, which names its port), each component gets one verdict: the worse of
+what the server reports and what this command finds, with both reasons. Without one,
+the graph is checked here (the embedded FalkorDB started and stopped, under the lock).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import os
 
 import typer
 
+from engine.store.config import default_folder
 from engine.store.db import Database
+from engine.store.lock import SERVE, DataDirBusy, DataDirLock, owner
 from pps.cli.options import DataDir, Port, settings_for
+
+BAD = ("down", "refused", "failing")
+_RANK = {"failing": 1, "refused": 2, "down": 2}
 
 
 def doctor(data_dir: DataDir = None, port: Port = None) -> None:
-    """Check each part (database, embedding model, LLM, graph) and say why one does not
-    work. Reads the running service's /health too, when it answers."""
-    import httpx
+    """Check each part (database, service, graph, LLM, embedding model), one line each as
+    it finishes, and say why one does not work. With a server running on the data dir,
+    its /health counts too."""
+    settings = settings_for(data_dir=data_dir, port=port)
+    report = _Report()
+    typer.echo(f"{'data dir':12} {settings.data_dir!s}  ({_why_this_dir(data_dir, settings)})")
+
+    db = None
+    try:
+        db = Database.open(settings)
+        mode = settings.data_dir.stat().st_mode & 0o777
+        database = {"status": "ok", "schema_version": db.schema_version()}
+        database["data_dir_mode"] = oct(mode)
+    except Exception as exc:  # what is wrong is the answer
+        database = {"status": "down", "error": f"{type(exc).__name__}: {exc}"}
+    report.line("database", database)
+    served = _service(settings, report)
+    report.line("graph", _one(_graph_here(settings, db) if served is None else {}, served, "graph"))
 
     from engine.llm import client as llm
-    from engine.search import embeddings
-    from ingest.client import service_url
 
-    settings = settings_for(data_dir=data_dir, port=port)
-    checks: dict[str, dict] = {}
-    try:
-        version = Database.open(settings).schema_version()
-        mode = settings.data_dir.stat().st_mode & 0o777
-        checks["database"] = {"status": "ok", "schema_version": version, "data_dir_mode": oct(mode)}
-    except Exception as exc:  # what is wrong is the answer
-        checks["database"] = {"status": "down", "error": f"{type(exc).__name__}: {exc}"}
+    here = llm.probe(settings)
+    report.line("llm", _llm(here, llm.describe(settings), served))
+
+    from engine.search import embeddings
+
     with contextlib.suppress(embeddings.Unavailable):  # status() says why
         embeddings.get(settings)
-    checks["embeddings"] = embeddings.status(settings)
-    checks["llm"] = llm.probe(settings)
-    try:
-        served = httpx.get(f"{service_url(settings)}/health", timeout=3).json()
-        checks["service"] = {"status": served["status"], "url": service_url(settings)}
-        checks |= {f"service {k}": v for k, v in served["components"].items()}
-    except (httpx.HTTPError, ValueError, KeyError):
-        checks["service"] = {"status": "not running", "url": service_url(settings)}
-    bad = False
-    for name, check in checks.items():
+    report.line("embeddings", _one(embeddings.status(settings), served, "embeddings"))
+    if report.bad:
+        raise typer.Exit(1)
+
+
+class _Report:
+    def __init__(self):
+        self.bad = False
+
+    def line(self, name: str, check: dict) -> None:
         status = check.get("status")
         detail = ", ".join(f"{k}={v}" for k, v in check.items() if k != "status")
-        typer.echo(f"{name:22} {status:12} {detail}")
-        bad |= status in ("down", "refused", "failing")
-    if bad:
-        raise typer.Exit(1)
+        typer.echo(f"{name:12} {status:12} {detail}".rstrip())
+        self.bad |= status in BAD
+
+
+def _why_this_dir(given, settings) -> str:
+    if given is not None:
+        return "--data-dir"
+    if os.environ.get("PPS_DATA_DIR", "").strip():
+        return "PPS_DATA_DIR"
+    if settings.data_dir != default_folder("data_dir"):
+        return "PPS_DATA_DIR in .env"
+    return "the default: your data folder; --data-dir or PPS_DATA_DIR for another"
+
+
+def _service(settings, report: _Report) -> dict | None:
+    """The /health components of the server holding the data dir, or None when no server
+    runs on it. Prints the service's line."""
+    import httpx
+
+    from ingest.client import service_url
+
+    holder = owner(settings.data_dir)
+    if holder is not None and holder.command == SERVE and holder.url:
+        where = {"url": holder.url, "pid": holder.pid}
+        try:
+            served = httpx.get(f"{holder.url}/health", timeout=5).json()
+            components = served["components"]
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            report.line("service", {"status": "down", **where, "error": f"/health: {exc}"})
+            return None
+        report.line("service", {"status": "running", **where})
+        return components
+    if holder is not None:
+        report.line("service", {"status": "not running", "data_dir": f"in use by {holder}"})
+        return None
+    url = service_url(settings)
+    try:
+        httpx.get(f"{url}/health", timeout=3).raise_for_status()
+    except httpx.HTTPError:
+        report.line("service", {"status": "not running", "url": url})
+        return None
+    report.line(
+        "service",
+        {
+            "status": "not running",
+            "note": f"no server runs on this data dir; {url} answers, but it serves another"
+            " (its entities and tokens are not these)",
+        },
+    )
+    return None
+
+
+def _graph_here(settings, db: Database | None) -> dict:
+    """Start the graph as a server would, ask its status, stop it."""
+    from engine.graph import backend
+
+    if settings.graph_backend == "none":
+        return backend.graph_health(None)
+    if db is None:
+        return {"status": "down", "error": "the database does not open"}
+    try:
+        lock = DataDirLock.acquire(settings.data_dir, "pps doctor")
+    except DataDirBusy as busy:
+        return {"status": "not checked", "reason": str(busy)}
+    graph = None
+    try:
+        graph = backend.Graph(settings, db).start(sweep=False)
+        return graph.status()
+    except Exception as exc:  # what is wrong is the answer
+        return {"status": "down", "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        if graph is not None:
+            graph.stop()
+        lock.release()
+
+
+def _one(here: dict, served: dict | None, name: str) -> dict:
+    """One verdict from this command's check and the server's report of the same part:
+    the worse one, with the other's reason when it differs."""
+    there = (served or {}).get(name)
+    if not there:
+        return here
+    if not here:
+        return there
+    if _RANK.get(here.get("status"), 0) > _RANK.get(there.get("status"), 0):
+        worse, other, other_is = here, there, "server"
+    else:
+        worse, other, other_is = there, here, "from_here"
+    verdict = {**worse}
+    if other.get("status") != worse.get("status"):
+        why = other.get("error") or other.get("reason")
+        verdict[other_is] = other.get("status") + (f" ({why})" if why else "")
+    return verdict
+
+
+def _llm(here: dict, described: dict, served: dict | None) -> dict:
+    """The LLM: what the server's extraction saw (failing, refused) and whether its
+    endpoint answers from here. When this shell's settings name another LLM than the
+    server's, the server's is what counts."""
+    there = (served or {}).get("llm")
+    here = {"status": here["status"], **described, **here}
+    if there is None:
+        return here
+    same = all(there.get(k) == v for k, v in described.items() if k != "reason")
+    if not same:
+        mine = ", ".join(f"{k}={v}" for k, v in described.items() if k != "reason")
+        return {**there, "note": f"this shell's settings name another LLM ({mine})"}
+    verdict = _one(here, {"llm": there}, "llm")
+    if here.get("status") == "ok" and verdict.get("status") != "ok":
+        verdict["from_here"] = "the endpoint answers GET /models"
+    return verdict
