@@ -55,6 +55,8 @@ def serve(
             f"{f' ({busy.owner.url})' if busy.owner.url else ''}, stop it first, or give"
             " this one another --data-dir."
         )
+    except OSError as exc:
+        fail(f"cannot use the data dir {settings.data_dir}: {exc.strerror or exc}")
     listening = _listen(settings.host, settings.port)
     _log_plainly()
     logging.getLogger("pps.serve").info(
