@@ -64,9 +64,14 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def ensure_private_file(path: Path) -> Path:
-    """Create `path` empty if missing, 0600 either way."""
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
-    os.close(fd)
+    """Create `path` empty if missing, 0600 either way. A file that exists is never opened
+    here: closing any descriptor of a SQLite file drops every lock this process holds on
+    it (POSIX advisory locks), which would let another process checkpoint and remove the
+    WAL under a live connection."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
     path.chmod(0o600)
     return path
 
