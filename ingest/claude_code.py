@@ -384,16 +384,10 @@ def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
     """The block recall formats, or None (no recall endpoint, down, slow, refused). The
     service keeps it within max_chars; cutting it here too holds the promise against a
     service that does not."""
-    # Client.recall sends the context alone; this recall says more about itself.
-    status, body, problem = hook.client._post("/v1/recall", request, hook.deadline)
-    if status != 200 or not isinstance(body, dict):
-        if status is not None and 400 <= status < 500 and status != 404:
-            hook.problems.append(f"recall refused: {problem}")
-        return None
-    text = body.get("context")
-    if not isinstance(text, str) or not text.strip():
-        return None
-    return text[: hook.settings.hook_max_chars]
+    text, refused = hook.client.recall(request, deadline=hook.deadline)
+    if refused is not None:
+        hook.problems.append(f"recall refused: {refused}")
+    return None if text is None else text[: hook.settings.hook_max_chars]
 
 
 # --- the command ---------------------------------------------------------------------------

@@ -150,14 +150,18 @@ class Client:
         message = body.get("message") if isinstance(body, dict) else None
         return f"HTTP {response.status_code} from {self.url}: {message or response.text}"[:1000]
 
-    def recall(self, context: str, *, deadline: float | None = None) -> str | None:
-        """The formatted context block of `POST /v1/recall`, or None when the service has
-        none to give (no such endpoint yet, down, slow, or an answer without one)."""
-        status, body, _ = self._post("/v1/recall", {"context": context}, deadline)
+    def recall(
+        self, request: dict[str, Any], *, deadline: float | None = None
+    ) -> tuple[str | None, str | None]:
+        """(the formatted context block of `POST /v1/recall` or None, why not when the
+        service refused the request). None without a reason: the service has none to give
+        (down, slow, no such endpoint, or an answer without one)."""
+        status, body, problem = self._post("/v1/recall", request, deadline)
         if status != 200 or not isinstance(body, dict):
-            return None
+            refused = status is not None and 400 <= status < 500 and status != 404
+            return None, problem if refused else None
         text = body.get("context")
-        return text if isinstance(text, str) and text.strip() else None
+        return (text if isinstance(text, str) and text.strip() else None), None
 
     def _post(self, path: str, payload: Any, deadline: float | None):
         """(status or None, JSON body or None, a problem a person can act on)."""

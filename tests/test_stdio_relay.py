@@ -47,9 +47,9 @@ def request(request_id, method, **params) -> dict:
 class Relay:
     """A `pps mcp` child driven over its pipes; every read waits at most READ_TIMEOUT."""
 
-    def __init__(self, url: str, token: str, profile: str = "pps"):
+    def __init__(self, url: str, token: str, profile: str = "pps", *options: str):
         self.proc = subprocess.Popen(
-            [*PPS_MCP, "--profile", profile, "--url", url],
+            [*PPS_MCP, "--profile", profile, "--url", url, *options],
             env={**os.environ, "PPS_TOKEN": token, "PPS_TOKEN_FILE": ""},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -213,6 +213,17 @@ def test_a_token_revoked_later_is_a_tool_error(server, make_client):
     assert called["result"] == {"content": [{"type": "text", "text": line}], "isError": True}
     assert listed["error"]["message"] == line
     assert "Traceback" not in stderr
+
+
+def test_a_token_file_on_the_command_line_beats_a_token_in_the_environment(
+    server, make_client, tmp_path
+):
+    token_file = tmp_path / "lyra.token"
+    token_file.write_text(token_of(make_client()) + "\n")
+    with Relay(server.url, "pps_stale", "pps", "--token-file", str(token_file)) as relay:
+        relay.send(initialize())
+        answer = relay.read()
+    assert "result" in answer, answer
 
 
 def test_a_stopped_service_still_initializes_and_calls_say_it_is_down():

@@ -13,7 +13,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,10 +68,8 @@ def ensure_private_file(path: Path) -> Path:
     here: closing any descriptor of a SQLite file drops every lock this process holds on
     it (POSIX advisory locks), which would let another process checkpoint and remove the
     WAL under a live connection."""
-    try:
+    with suppress(FileExistsError):
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        pass
     path.chmod(0o600)
     return path
 

@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from pps.cli.ingest import client_settings, open_client
-from pps.cli.options import ClientToken, Port, Url
+from pps.cli.ingest import open_client
+from pps.cli.options import ClientToken, Port, Url, settings_for
 
 app = typer.Typer(
     help="Import history as events: Claude Code transcripts, a Discord daemon's database, "
@@ -28,7 +28,7 @@ def _import(source: str, url: str | None, port: int | None, token_file: Path | N
 
     from ingest.importers import Import, Summary
 
-    settings = client_settings(url, port, token_file)
+    settings = settings_for(url=url, port=port, token_file=token_file)
     client = open_client(settings)
     console = Console(stderr=True)
     with client:

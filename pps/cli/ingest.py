@@ -10,8 +10,6 @@ events, with the service each was written for.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from engine.store.config import Settings
@@ -20,15 +18,6 @@ from pps.cli.options import ClientToken, Port, Url, fail, settings_for
 app = typer.Typer(
     help="The client's spool: events taken on but not yet acknowledged.", no_args_is_help=True
 )
-
-
-def client_settings(url: str | None, port: int | None, token_file: Path | None) -> Settings:
-    """Settings for a client command. A --token-file given on the command line wins over
-    PPS_TOKEN in the environment, as every flag wins over its setting."""
-    overrides = {"url": url, "port": port, "token_file": token_file}
-    if token_file is not None:
-        overrides["token"] = ""  # blank is unset (engine.store.config)
-    return settings_for(**overrides)
 
 
 def open_client(settings: Settings):
@@ -54,7 +43,7 @@ def ingest_flush(url: Url = None, token_file: ClientToken = None, port: Port = N
     """Send the spool now, in order (waiting for a flush running elsewhere)."""
     from ingest.client import other_spools
 
-    settings = client_settings(url, port, token_file)
+    settings = settings_for(url=url, port=port, token_file=token_file)
     client = open_client(settings)
     with client:
         typer.echo(f"service {client.url}, as {token_source(settings)}")

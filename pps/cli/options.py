@@ -45,9 +45,13 @@ ClientToken = Annotated[
 
 
 def settings_for(**overrides) -> Settings:
-    """Settings from the environment and .env, with the given command-line values on top."""
+    """Settings from the environment and .env, with the given command-line values on top.
+    A token file named on the command line wins over a token in the environment."""
     os.umask(0o077)
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if "token_file" in given:
+        given["token"] = None
+    return Settings(**given)
 
 
 def fail(message: str) -> None:
