@@ -2,7 +2,7 @@
 
 memory_search ranks the entity's memory files (MEMORY.md, memory/**/*.md) and its
 session transcripts (raw turns) together; every hit is a path and a line range, a turn's
-path being its transcript, `sessions/<channel>/<YYYY-MM-DD>.md` (engine/transcripts.py).
+path being its transcript, `sessions/<channel>/<YYYY-MM-DD>.md` (engine/contracts/transcripts.py).
 memory_get reads lines of either, inside the entity's home only.
 """
 

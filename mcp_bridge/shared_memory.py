@@ -1,5 +1,5 @@
 """The `/mcp/shared-memory` profile: the shared-memory seed's five tools (seed 004),
-exactly, over the entity's own memory (engine/memories.py says what the store is).
+exactly, over the entity's own memory (engine/contracts/shared_memory.py says what the store is).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The FastAPI application: lifespan, authentication, and one error shape for every face.
 
-Routes live in `engine.routes.*` and stay thin: parse, call one engine service, shape
+Routes live in `pps.rest.*` and stay thin: parse, call one engine service, shape
 the answer. Every 4xx, 502 and 503 body is
 `{"error", "message", "problems": [{"field", "problem"}]}`.
 """

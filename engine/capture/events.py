@@ -39,7 +39,7 @@ from engine.store.db import Database
 from engine.store.errors import FieldProblem, InputError, from_validation
 
 Moment = Annotated[str | int | float, AfterValidator(timestamps.normalise)]
-"""A timestamp as clients send it, stored normalised (see engine.timestamps)."""
+"""A timestamp as clients send it, stored normalised (see engine.store.timestamps)."""
 
 _CHANNEL_HELP = (
     "channel must be 1-64 characters of a-z, 0-9, '_', '.', ':' and '-', "

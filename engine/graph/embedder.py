@@ -1,5 +1,5 @@
 """Graphiti's embedder over the same fastembed model as the search index
-(engine.embeddings), so facts, entity names and queries share one vector space and the
+(engine.search.embeddings), so facts, entity names and queries share one vector space and the
 model is loaded once per process. The model runs in a thread (Graphiti awaits it), and
 it is loaded on first use, not when the server starts."""
 

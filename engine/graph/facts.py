@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 
 
 class Fact(BaseModel):
-    """A fact (an edge between two entities) as the store reads it; engine.texture's
+    """A fact (an edge between two entities) as the store reads it; engine.graph.texture's
     answers extend it with the events it came from. Here, not in the store, so that
     the services can name it without importing Graphiti."""
 

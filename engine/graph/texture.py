@@ -3,7 +3,7 @@ texture_add, texture_add_triplet, texture_delete and ingestion stats; the handle
 `graph_episode` jobs; and replay of the log into the graph.
 
 Every fact returned carries the uids of the events it came from (fact -> episodes ->
-events, the links recorded by engine.episodes). Adding goes through layer 1: a note or
+events, the links recorded by engine.graph.episodes). Adding goes through layer 1: a note or
 a triplet is stored as an event on the `texture` channel, so it is acknowledged only
 once committed, reaches the graph through the same queue, and comes back on a replay.
 A graph that is off or down never fails a read: the answer says so in `status`.
@@ -153,7 +153,7 @@ class Stats(BaseModel):
 def search(
     graph, db: Database, entity: str, query: SearchQuery, *, vector: list[float] | None = None
 ) -> SearchResult:
-    """`vector`: the query embedded already (by engine.embeddings), to skip doing it again."""
+    """`vector`: the query embedded already (by engine.search.embeddings), to skip doing it again."""
     status = _status(graph)
     if status != "ok":
         return SearchResult(facts=[], status=status)

@@ -53,7 +53,7 @@ class Settings(BaseSettings):
         description="FULL survives power loss; NORMAL survives a killed process only.",
     )
 
-    # --- queue (engine.queue): durable jobs that feed the derived layers ---
+    # --- queue (engine.store.queue): durable jobs that feed the derived layers ---
     queue_lease_s: float = Field(
         60.0, gt=0, description="A claimed job is claimed again if its worker is silent this long."
     )
