@@ -153,7 +153,7 @@ class Stats(BaseModel):
 def search(
     graph, db: Database, entity: str, query: SearchQuery, *, vector: list[float] | None = None
 ) -> SearchResult:
-    """`vector`: the query embedded already (by engine.search.embeddings), to skip doing it again."""
+    """`vector`: the query embedded already (engine.search.embeddings), not embedded again."""
     status = _status(graph)
     if status != "ok":
         return SearchResult(facts=[], status=status)
