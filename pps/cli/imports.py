@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from pps.cli.ingest import open_client
-from pps.cli.options import ClientToken, Port, Url, settings_for
+from pps.cli.options import ClientToken, Port, Url, fail, settings_for
 
 app = typer.Typer(
     help="Import history as events: Claude Code transcripts, a Discord daemon's database, "
@@ -92,7 +92,6 @@ def import_discord_db(
 ) -> None:
     """A Discord daemon's SQLite database: its events and messages tables."""
     from ingest.importers import discord_db
-    from pps.cli.options import fail
 
     def work(importer, progress):
         try:
@@ -125,7 +124,6 @@ def import_openclaw(
 ) -> None:
     """An OpenClaw workspace's memory files (MEMORY.md, memory/*.md) as longform events."""
     from ingest.importers import openclaw
-    from pps.cli.options import fail
 
     def work(importer, progress):
         try:
