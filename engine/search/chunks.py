@@ -45,15 +45,35 @@ def split(text: str, max_chars: int) -> Document:
     return Document(meta=meta, chunks=chunks)
 
 
+FRONT_MATTER_MAX_CHARS = 16_384
+"""Front matter past this is not read as metadata (the block still is not text)."""
+
+
+class _NoAliases(yaml.SafeLoader):
+    """YAML without aliases. Front matter needs none, and files in a home are untrusted: a
+    few hundred bytes of nested aliases expand to gigabytes once the value is used."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("aliases are not read in front matter")
+        return super().compose_node(parent, index)
+
+
 def front_matter(lines: list[str]) -> tuple[dict, int]:
-    """(metadata, index of the first body line). A block that is not a YAML mapping
-    still counts as front matter (it is not text), with no metadata from it."""
+    """(metadata, index of the first body line). A block that is not a YAML mapping, is
+    too long or uses aliases still counts as front matter (it is not text), with no
+    metadata from it."""
     if not lines or lines[0].strip() != "---":
         return {}, 0
     for index in range(1, len(lines)):
         if lines[index].strip() in _FRONT_END:
+            block = "\n".join(lines[1:index])
             try:
-                data = yaml.safe_load("\n".join(lines[1:index]))
+                data = (
+                    yaml.load(block, Loader=_NoAliases)
+                    if len(block) <= FRONT_MATTER_MAX_CHARS
+                    else None
+                )
             except yaml.YAMLError:
                 data = None
             return (data if isinstance(data, dict) else {}), index + 1

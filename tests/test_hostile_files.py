@@ -1,0 +1,39 @@
+"""Files in a home are untrusted: whatever a file holds, indexing it cannot hang the
+service or eat its memory (issue 15)."""
+
+from __future__ import annotations
+
+from engine.search.chunks import FRONT_MATTER_MAX_CHARS, split
+from tests.searching import home
+
+# 450 bytes of YAML whose `title` expands to 10^9 strings once it is turned into text.
+ALIAS_BOMB = (
+    "---\n"
+    + "".join(
+        f"{name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['lol'] * 9)}]\n"
+        for prev, name in zip([None, *"abcdefghi"], "abcdefghij", strict=True)
+    )
+    + "title: *j\n---\nThe body is ordinary.\n"
+)
+
+
+def test_front_matter_with_aliases_gives_no_metadata_and_keeps_the_body():
+    document = split(ALIAS_BOMB, 1500)
+    assert document.meta == {}
+    assert [c.text for c in document.chunks] == ["The body is ordinary."]
+
+
+def test_front_matter_past_its_limit_gives_no_metadata():
+    long = "---\ntitle: long\nnote: " + "x" * FRONT_MATTER_MAX_CHARS + "\n---\nBody.\n"
+    assert split(long, 1500).meta == {}
+    assert split("---\ntitle: fine\n---\nBody.\n", 1500).meta == {"title": "fine"}
+
+
+def test_an_alias_bomb_in_a_home_is_indexed_and_the_service_answers(server, client):
+    folder = home(server, client) / "word_photos"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bomb.md").write_text(ALIAS_BOMB)
+    assert client.post("/v1/anchors/resync").json()["added"] == 1
+    [anchor] = client.get("/v1/anchors").json()["anchors"]
+    assert anchor["title"] == "bomb"  # the file's name: its front matter gave nothing
+    assert client.get("/health").status_code == 200
