@@ -4,6 +4,7 @@ their error, and survive their worker being killed."""
 from __future__ import annotations
 
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -291,3 +292,32 @@ def test_cli_queue_shows_dead_jobs_and_retries(server, make_client):
     assert "dead 1" in shown and "LLM said no" in shown and "cli-job" in shown
     assert server.pps("queue", "retry", "--dead", "--entity", client.entity).startswith("1 ")
     assert "pending 1" in server.pps("queue", "--entity", client.entity)
+
+
+def test_a_job_whose_outcome_cannot_be_recorded_runs_again_and_the_worker_lives(tmp_path):
+    """The database refusing the worker's write (locked here; full disks fail the same way)
+    must not end the worker thread: the job stays leased and runs again once it expires."""
+    db = Database(tmp_path / "pps.sqlite3", busy_timeout_ms=50)
+    db.migrate()
+    entities.create(db, "lyra")
+    add(db, "stubborn")
+    clock, runs, blocker = Clock(), [], None
+
+    def handler(job):
+        nonlocal blocker
+        runs.append(job.key)
+        if len(runs) == 1:  # the database is busy elsewhere when the outcome is written
+            blocker = sqlite3.connect(db.path, isolation_level=None, check_same_thread=False)
+            blocker.execute("BEGIN EXCLUSIVE")
+
+    workers = run_workers(db, handler, policy=replace(FAST, clock=clock))
+    try:
+        wait_for(lambda: runs == ["stubborn"] and blocker is not None, what="the first run")
+        wait_for(lambda: workers.failures > 0, what="the refused write to be noticed")
+        blocker.rollback()
+        clock.advance(FAST.lease_s + 1)  # the lease of the unrecorded run expires
+        wait_for(lambda: states(db) == {"stubborn": "done"}, what="the job to run again")
+        assert runs == ["stubborn", "stubborn"]
+    finally:
+        workers.stop()
+        db.close()

@@ -273,6 +273,9 @@ class Workers:
         self._stop = threading.Event()
         self._active: dict[int, Job] = {}
         self._active_lock = threading.Lock()
+        self.failures = 0
+        """Outcomes the database refused to record (locked, full): each such job runs again
+        once its lease expires, and the worker goes on."""
 
     def add(self, kind: str, handler: Handler, concurrency: int = 1) -> None:
         self._handlers.append((kind, handler, concurrency))
@@ -304,7 +307,17 @@ class Workers:
             if job is None:
                 self._stop.wait(self.policy.poll_s)
                 continue
-            self.run(job, handler)
+            try:
+                self.run(job, handler)
+            except Exception:  # no exception ends a worker: the job is still leased
+                self.failures += 1
+                log.exception(
+                    "the outcome of %s job %s could not be recorded; it runs again when its"
+                    " lease expires",
+                    kind,
+                    job.id,
+                )
+                self._stop.wait(self.policy.poll_s)
 
     def run(self, job: Job, handler: Handler) -> str:
         """Run one claimed job to an outcome; returns the job's new state."""
