@@ -39,7 +39,10 @@ def normalise(value: str | int | float) -> str:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime(FORMAT)
+    try:
+        return moment.astimezone(UTC).strftime(FORMAT)
+    except OverflowError:  # within a day of year 1 or 9999, its offset leaves the calendar
+        raise ValueError(f"timestamp {value!r} is outside 0001-01-01..9999-12-31 in UTC") from None
 
 
 def _from_epoch(seconds: float) -> str:
