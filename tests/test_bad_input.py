@@ -21,6 +21,7 @@ CASES = {
     "content over cap": ({**GOOD, "content": "x" * (256 * KIB + 1)}, 422, "content", "bytes"),
     "bad timestamp": ({**GOOD, "created_at": "last tuesday"}, 422, "created_at", "unparseable"),
     "milliseconds": ({**GOOD, "created_at": 1767528000000}, 422, "created_at", "out of range"),
+    "boolean timestamp": ({**GOOD, "created_at": False}, 422, "created_at", "boolean"),
     "past the calendar in UTC": (
         {**GOOD, "created_at": "9999-12-31T23:59:59-14:00"},
         422,

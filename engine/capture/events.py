@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     TypeAdapter,
@@ -38,8 +38,9 @@ from engine.store import timestamps
 from engine.store.db import Database
 from engine.store.errors import FieldProblem, InputError, from_validation
 
-Moment = Annotated[str | int | float, AfterValidator(timestamps.normalise)]
-"""A timestamp as clients send it, stored normalised (see engine.store.timestamps)."""
+Moment = Annotated[str | int | float, BeforeValidator(timestamps.normalise)]
+"""A timestamp as clients send it, stored normalised (see engine.store.timestamps). Checked
+before any coercion, so `false` is refused rather than read as 0 (1970)."""
 
 _CHANNEL_HELP = (
     "channel must be 1-64 characters of a-z, 0-9, '_', '.', ':' and '-', "

@@ -23,6 +23,10 @@ def normalise(value: str | int | float) -> str:
         raise ValueError("expected an ISO-8601 timestamp or epoch seconds, got a boolean")
     if isinstance(value, int | float):
         return _from_epoch(value)
+    if not isinstance(value, str):
+        raise ValueError(
+            f"expected an ISO-8601 timestamp or epoch seconds, got {type(value).__name__}"
+        )
     text = value.strip()
     if not text:
         raise ValueError("empty timestamp")
