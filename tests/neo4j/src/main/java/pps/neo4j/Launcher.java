@@ -2,10 +2,12 @@ package pps.neo4j;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.connectors.BoltConnectorInternalSettings;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.harness.Neo4j;
 import org.neo4j.harness.Neo4jBuilders;
@@ -36,6 +38,9 @@ public final class Launcher {
             .withConfig(BoltConnector.enabled, true)
             .withConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
             .withConfig(GraphDatabaseSettings.auth_enabled, true)
+            // A test server: no grace period for clients on SIGTERM (Bolt waits ~10 s).
+            .withConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ZERO)
+            .withConfig(BoltConnectorInternalSettings.thread_pool_shutdown_wait_time, Duration.ZERO)
             .build();
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime()
