@@ -10,9 +10,18 @@ BIN    := $(VENV)/bin
 run: $(VENV)/.installed
 	$(BIN)/pps serve $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
-test: $(VENV)/.installed-dev
+# The Neo4j the graph tests start (tests/neo4j), built once where Maven is installed (the
+# first build downloads Neo4j's harness from Maven Central into ~/.m2, outside any test's
+# timeout); tests/conftest.py builds it too where it is missing or stale.
+NEO4J_LAUNCHER := $(if $(shell command -v mvn),tests/neo4j/target/.built)
+
+test: $(VENV)/.installed-dev $(NEO4J_LAUNCHER)
 	$(BIN)/ruff check .
 	$(BIN)/pytest
+
+tests/neo4j/target/.built: tests/neo4j/pom.xml $(wildcard tests/neo4j/src/main/java/pps/neo4j/*.java)
+	cd tests/neo4j && mvn -q -B package
+	touch $@
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
@@ -40,4 +49,4 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache tests/neo4j/target

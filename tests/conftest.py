@@ -14,10 +14,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -226,3 +229,91 @@ def make_client(server):
 @pytest.fixture
 def client(make_client) -> httpx.Client:
     return make_client()
+
+
+# --- a real Neo4j 5, without Docker (tests/neo4j: a Java launcher Maven builds once) ---
+
+NEO4J_LAUNCHER = Path(__file__).parent / "neo4j"
+NEO4J_PASSWORD = "pps-test-password"
+_NEO4J_BUILD_TIMEOUT_S = 1200  # a first build downloads the harness (~250 MB) from Maven Central
+_NEO4J_START_TIMEOUT_S = 180
+
+
+@dataclass(frozen=True)
+class Neo4jServer:
+    uri: str
+    user: str
+    password: str
+
+
+def _neo4j_missing() -> str | None:
+    tools = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+    return f"no {' or '.join(tools)} on PATH to build and run tests/neo4j" if tools else None
+
+
+def neo4j_classpath() -> str:
+    """The launcher's classpath; `mvn package` first where the build is missing or older
+    than its sources (target/.built marks a finished build)."""
+    target = NEO4J_LAUNCHER / "target"
+    built = target / ".built"
+    sources = [NEO4J_LAUNCHER / "pom.xml", *NEO4J_LAUNCHER.glob("src/**/*.java")]
+    if not built.exists() or max(s.stat().st_mtime for s in sources) > built.stat().st_mtime:
+        result = subprocess.run(
+            ["mvn", "-q", "-B", "package"],
+            cwd=NEO4J_LAUNCHER,
+            capture_output=True,
+            text=True,
+            timeout=_NEO4J_BUILD_TIMEOUT_S,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"mvn package in {NEO4J_LAUNCHER} failed:\n{result.stdout[-4000:]}")
+        built.touch()
+    return f"{target / 'classes'}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
+
+
+@pytest.fixture(scope="session")
+def neo4j_server(tmp_path_factory) -> Iterator[Neo4jServer]:
+    """A Neo4j 5.26 (community, in a Java process of its own) on a free 127.0.0.1 port
+    with an empty database, for the session. Skipped where java or mvn is missing, unless
+    PPS_REQUIRE_NEO4J=1 (CI sets it) makes that a failure."""
+    missing = _neo4j_missing()
+    if missing:
+        if os.environ.get("PPS_REQUIRE_NEO4J") == "1":
+            pytest.fail(f"PPS_REQUIRE_NEO4J=1 but {missing}")
+        pytest.skip(missing)
+    classpath = neo4j_classpath()
+    folder = tmp_path_factory.mktemp("neo4j")
+    stderr = (folder / "launcher.log").open("w")
+    java = ["java", "-XX:+UseSerialGC", "-Xmx1g", "-cp", classpath, "pps.neo4j.Launcher"]
+    process = subprocess.Popen(
+        [*java, str(folder / "data"), NEO4J_PASSWORD],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )
+    uris: list[str] = []
+
+    def read() -> None:  # the URI line, then drain stdout so that the pipe never fills
+        for line in process.stdout:
+            if line.startswith("bolt://") and not uris:
+                uris.append(line.strip())
+
+    threading.Thread(target=read, name="neo4j-stdout", daemon=True).start()
+    try:
+        wait_for(
+            lambda: uris or process.poll() is not None,
+            _NEO4J_START_TIMEOUT_S,
+            "Neo4j to print its Bolt URI",
+        )
+        if not uris:
+            log = (folder / "launcher.log").read_text()[-4000:]
+            raise RuntimeError(f"the Neo4j launcher exited {process.returncode}:\n{log}")
+        yield Neo4jServer(uri=uris[0], user="neo4j", password=NEO4J_PASSWORD)
+    finally:
+        process.terminate()
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        stderr.close()

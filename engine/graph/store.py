@@ -549,6 +549,10 @@ class GraphStore:
             secret = self.settings.neo4j_password
             user = user or self.settings.neo4j_user
             password = password or (secret.get_secret_value() if secret else None)
+            # Neo4j reports a warning on every query that names a property no node has yet
+            # (fact_embedding, episodes... on a fresh database): Graphiti's queries do,
+            # and the driver logs each one with the query in full. Errors still show.
+            logging.getLogger("neo4j.notifications").setLevel(logging.ERROR)
             return Neo4jDriver(uri, user, password)  # one database; group_id separates
         from falkordb.asyncio import FalkorDB
 
