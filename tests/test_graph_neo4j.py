@@ -5,20 +5,44 @@ one database, so the isolation checks matter most here."""
 
 from __future__ import annotations
 
+import pytest
 from stub_llm import StubLLM
 from test_graph_http import TURNS, Entity, llm_settings
 
 from tests.conftest import AppServer
 
 
+def _docker_problem() -> str | None:
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+    except Exception as exc:  # any failure to reach an engine is a reason to skip
+        return f"no Docker engine runs here ({type(exc).__name__}: {exc})"
+    return None
+
+
 def test_turns_to_facts_on_neo4j_with_isolation(tmp_path, neo4j_server):
+    flow(tmp_path, neo4j_server.uri, neo4j_server.user, neo4j_server.password)
+
+
+@pytest.mark.skipif(_docker_problem() is not None, reason=_docker_problem() or "")
+def test_the_same_flow_on_the_compose_image(tmp_path):
+    """Where a Docker engine runs: compose's own image, through testcontainers."""
+    from testcontainers.community.neo4j import Neo4jContainer
+
+    with Neo4jContainer("neo4j:5.26-community", password="pps-test-password") as container:
+        flow(tmp_path, container.get_connection_url(), "neo4j", "pps-test-password")
+
+
+def flow(tmp_path, uri: str, user: str, password: str) -> None:
     with StubLLM() as stub:
         settings = {
             **llm_settings(stub),
             "graph_backend": "neo4j",
-            "graph_url": neo4j_server.uri,
-            "neo4j_user": neo4j_server.user,
-            "neo4j_password": neo4j_server.password,
+            "graph_url": uri,
+            "neo4j_user": user,
+            "neo4j_password": password,
         }
         with AppServer(tmp_path / "data", **settings) as server:
             lyra, nexus = Entity(server, "lyra"), Entity(server, "nexus")
