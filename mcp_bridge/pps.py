@@ -40,14 +40,18 @@ def ambient_recall(
     channel: str | None = None,
     max_tokens: int = 2000,
     trace: bool = False,
+    session_id: str | None = None,
+    answering: list[str] | None = None,
 ) -> dict:
     """Recall from every memory layer at once. On a cold start call it with
     context="startup": your newest crystals, recent summaries, recent word-photos,
-    where you are, and every turn since the last summary. Otherwise pass the moment
+    where you are, and the newest turns since the last summary. Otherwise pass the moment
     (the message you are answering) and get the word-photos, facts, past turns,
-    summaries and things that resonate with it. Returns `context` (a block ready to
-    read), the items with their sources, and a manifest of each layer's status;
-    trace=true shows why each item surfaced."""
+    summaries and things that resonate with it. Give your channel and session_id so that
+    only other channels count as news, and in `answering` the event_uids of the message
+    you answer if you stored it (it is never recalled back to you). Returns `context` (a
+    block ready to read), the items with their sources, and a manifest of each layer's
+    status; trace=true shows why each item surfaced."""
     me = caller(ctx)
     with tool_errors():
         request = recall.RecallRequest(
@@ -56,6 +60,8 @@ def ambient_recall(
             channel=channel,
             max_tokens=max_tokens,
             trace=trace,
+            session_id=session_id,
+            answering=answering or [],
         )
         return recall.recall(me.runtime, me.entity, request).model_dump()
 

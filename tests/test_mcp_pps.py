@@ -337,3 +337,20 @@ def test_health_tool(mcp):
         return await call(client, "pps_health")
 
     assert mcp(script)["components"]["database"]["status"] == "ok"
+
+
+def test_ambient_recall_never_returns_the_message_it_answers(mcp):
+    async def script(client):
+        said = "the lighthouse keeper painted the door blue"
+        stored = await call(client, "store_event", content=said, event_uid="msg-1")
+        plain = await call(client, "ambient_recall", context=said, channel="discord")
+        answering = await call(
+            client, "ambient_recall", context=said, channel="discord", answering=["msg-1"]
+        )
+        return stored, plain, answering
+
+    stored, plain, answering = mcp(script)
+    assert stored["event_uid"] == "msg-1"
+    uids = [item["source"].get("event_uid") for item in plain["items"]]
+    assert "msg-1" in uids  # found when the caller does not say it is answering it
+    assert "msg-1" not in [item["source"].get("event_uid") for item in answering["items"]]
