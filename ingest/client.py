@@ -137,18 +137,8 @@ class Client:
     def check(self) -> str | None:
         """Whether the service answers and takes the token: None, or the problem (for a
         flush with nothing to send, which would otherwise never ask)."""
-        try:
-            response = self._http.get("/v1/events", params={"limit": 1}, timeout=self.timeout)
-        except httpx.HTTPError as exc:
-            return f"service unreachable at {self.url}: {exc or type(exc).__name__}"
-        if response.status_code == 200:
-            return None
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        message = body.get("message") if isinstance(body, dict) else None
-        return f"HTTP {response.status_code} from {self.url}: {message or response.text}"[:1000]
+        status, _, problem = self._request("GET", "/v1/events", None, params={"limit": 1})
+        return None if status == 200 else problem
 
     def recall(
         self, request: dict[str, Any], *, deadline: float | None = None
@@ -164,6 +154,9 @@ class Client:
         return (text if isinstance(text, str) and text.strip() else None), None
 
     def _post(self, path: str, payload: Any, deadline: float | None):
+        return self._request("POST", path, deadline, json=payload)
+
+    def _request(self, method: str, path: str, deadline: float | None, **options):
         """(status or None, JSON body or None, a problem a person can act on)."""
         timeout = self.timeout
         if deadline is not None:
@@ -171,7 +164,7 @@ class Client:
             if timeout <= 0.01:
                 return None, None, "out of time; the rest waits in the spool"
         try:
-            response = self._http.post(path, json=payload, timeout=timeout)
+            response = self._http.request(method, path, timeout=timeout, **options)
         except httpx.HTTPError as exc:
             return None, None, f"service unreachable at {self.url}: {exc or type(exc).__name__}"
         try:
