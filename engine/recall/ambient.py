@@ -106,9 +106,6 @@ STARTUP_TOOLS = {  # the tool that brings back what startup left out
     "space": "list_spaces",
 }
 
-_SEARCH_LIMIT = next(
-    m.le for m in search.SearchRequest.model_fields["limit"].metadata if hasattr(m, "le")
-)
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall")
 
 
@@ -358,7 +355,7 @@ def _ambient(runtime: Layers, entity: str, request: RecallRequest):
 
     def turn_items() -> list[Item]:
         # The events being answered would be the best matches of all: ask for that many more.
-        limit = min(n + len(answering), _SEARCH_LIMIT)
+        limit = min(n + len(answering), search.MAX_LIMIT)
         query = search.SearchRequest(query=context, tiers="longform", limit=limit)
         found = search.search(index, entity, query, query_vector=vector).results
         found = [r for r in found if r.event_uid not in answering][:n]

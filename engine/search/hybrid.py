@@ -62,6 +62,10 @@ _IDENTIFIER = re.compile(
 )
 
 
+MAX_LIMIT = 100
+"""The most results one search returns."""
+
+
 class SearchRequest(BaseModel):
     """A search as callers send it (REST body, MCP tool arguments)."""
 
@@ -83,7 +87,7 @@ class SearchRequest(BaseModel):
     channel: str | None = Field(
         None, pattern=CHANNEL_PATTERN, description="Turns from one channel."
     )
-    limit: int = Field(10, ge=1, le=100)
+    limit: int = Field(10, ge=1, le=MAX_LIMIT)
     min_score: float = Field(0.0, ge=0.0, le=1.0)
 
     @field_validator("query")
