@@ -14,6 +14,7 @@ type added here later needs a migration that does the same for its rows.
 from __future__ import annotations
 
 MARKER_TYPES = ("session_start", "session_end", "pre_compact", "delete")
+_LISTED = ", ".join(f"'{name}'" for name in MARKER_TYPES)
 
 
 def is_marker(event_type: str | None) -> bool:
@@ -22,11 +23,9 @@ def is_marker(event_type: str | None) -> bool:
 
 def turns_only(alias: str = "") -> str:
     """An SQL condition: the event (its columns prefixed with `alias`) is a turn."""
-    listed = ", ".join(f"'{name}'" for name in MARKER_TYPES)
-    return f"{alias}event_type NOT IN ({listed})"
+    return f"{alias}event_type NOT IN ({_LISTED})"
 
 
 def markers_only(alias: str = "") -> str:
     """An SQL condition: the event is a marker (the index events_by_type serves it)."""
-    listed = ", ".join(f"'{name}'" for name in MARKER_TYPES)
-    return f"{alias}event_type IN ({listed})"
+    return f"{alias}event_type IN ({_LISTED})"
