@@ -20,7 +20,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -239,11 +238,86 @@ _NEO4J_BUILD_TIMEOUT_S = 1200  # a first build downloads the harness (~250 MB) f
 _NEO4J_START_TIMEOUT_S = 180
 
 
-@dataclass(frozen=True)
 class Neo4jServer:
-    uri: str
-    user: str
-    password: str
+    """The launcher (a Neo4j 5.26 community, embedded in a Java process of its own) on a
+    folder of the test's. `kill()` is a SIGKILL; `start()` again serves the same folder
+    on the same port, as a service manager restarting it would; `stop()` is SIGTERM."""
+
+    user = "neo4j"
+    password = NEO4J_PASSWORD
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.port = 0
+        self.uri = ""
+        self._process: subprocess.Popen | None = None
+
+    def settings(self) -> dict[str, Any]:
+        """The pps settings that point at it (what compose gives the pps service)."""
+        return {
+            "graph_backend": "neo4j",
+            "graph_url": self.uri,
+            "neo4j_user": self.user,
+            "neo4j_password": self.password,
+        }
+
+    def start(self) -> Neo4jServer:
+        java = [
+            "java",
+            "-XX:+UseSerialGC",
+            "-Xmx1g",
+            "-cp",
+            neo4j_classpath(),
+            "pps.neo4j.Launcher",
+        ]
+        log = self.folder / "launcher.log"
+        with log.open("a") as stderr:
+            process = self._process = subprocess.Popen(
+                [*java, str(self.folder / "data"), self.password, str(self.port)],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        uris: list[str] = []
+
+        def read() -> None:  # the URI line, then drain stdout so that the pipe never fills
+            for line in process.stdout:
+                if line.startswith("bolt://") and not uris:
+                    uris.append(line.strip())
+
+        threading.Thread(target=read, name="neo4j-stdout", daemon=True).start()
+        wait_for(
+            lambda: uris or process.poll() is not None,
+            _NEO4J_START_TIMEOUT_S,
+            "Neo4j to print its Bolt URI",
+        )
+        if not uris:
+            raise RuntimeError(
+                f"the Neo4j launcher exited {process.returncode}:\n{log.read_text()[-4000:]}"
+            )
+        self.uri = uris[0]
+        self.port = int(self.uri.rsplit(":", 1)[1])
+        return self
+
+    def kill(self) -> None:
+        self._process.kill()
+        self._process.wait()
+
+    def stop(self) -> None:
+        if self._process is None or self._process.poll() is not None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def wipe(self) -> None:
+        """Delete everything in the database (tests that reuse entity names start here)."""
+        import neo4j
+
+        with neo4j.GraphDatabase.driver(self.uri, auth=(self.user, self.password)) as driver:
+            driver.execute_query("MATCH (n) DETACH DELETE n")
 
 
 def _neo4j_missing() -> str | None:
@@ -273,47 +347,16 @@ def neo4j_classpath() -> str:
 
 @pytest.fixture(scope="session")
 def neo4j_server(tmp_path_factory) -> Iterator[Neo4jServer]:
-    """A Neo4j 5.26 (community, in a Java process of its own) on a free 127.0.0.1 port
-    with an empty database, for the session. Skipped where java or mvn is missing, unless
+    """A Neo4j 5.26 on a free 127.0.0.1 port, for the session; tests that reuse entity
+    names `wipe()` it first. Skipped where java or mvn is missing, unless
     PPS_REQUIRE_NEO4J=1 (CI sets it) makes that a failure."""
     missing = _neo4j_missing()
     if missing:
         if os.environ.get("PPS_REQUIRE_NEO4J") == "1":
             pytest.fail(f"PPS_REQUIRE_NEO4J=1 but {missing}")
         pytest.skip(missing)
-    classpath = neo4j_classpath()
-    folder = tmp_path_factory.mktemp("neo4j")
-    stderr = (folder / "launcher.log").open("w")
-    java = ["java", "-XX:+UseSerialGC", "-Xmx1g", "-cp", classpath, "pps.neo4j.Launcher"]
-    process = subprocess.Popen(
-        [*java, str(folder / "data"), NEO4J_PASSWORD],
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=True,
-    )
-    uris: list[str] = []
-
-    def read() -> None:  # the URI line, then drain stdout so that the pipe never fills
-        for line in process.stdout:
-            if line.startswith("bolt://") and not uris:
-                uris.append(line.strip())
-
-    threading.Thread(target=read, name="neo4j-stdout", daemon=True).start()
+    server = Neo4jServer(tmp_path_factory.mktemp("neo4j"))
     try:
-        wait_for(
-            lambda: uris or process.poll() is not None,
-            _NEO4J_START_TIMEOUT_S,
-            "Neo4j to print its Bolt URI",
-        )
-        if not uris:
-            log = (folder / "launcher.log").read_text()[-4000:]
-            raise RuntimeError(f"the Neo4j launcher exited {process.returncode}:\n{log}")
-        yield Neo4jServer(uri=uris[0], user="neo4j", password=NEO4J_PASSWORD)
+        yield server.start()
     finally:
-        process.terminate()
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        stderr.close()
+        server.stop()

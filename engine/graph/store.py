@@ -10,6 +10,9 @@ How it is wired, and why:
   reads and deletes can only see that entity's graph (Graphiti's `remove_episode`
   ignores group_id there). On Neo4j the entities share one database and every query
   here filters on group_id as well.
+- What differs between the two servers (connecting, indexes, the word and vector
+  searches) is in `_FalkorDB` and `_Neo4j`, behind one small interface (`_Server`);
+  the rest of the store is written once for both.
 - No cross-encoder (searches use the RRF recipes) and telemetry off.
 - An episode is added under its own uuid, derived from its events: the episode node is
   written first, then Graphiti extracts into it (`add_episode(uuid=...)` reprocesses an
@@ -34,7 +37,7 @@ from urllib.parse import urlsplit
 
 from graphiti_core import Graphiti
 from graphiti_core.cross_encoder.client import CrossEncoderClient
-from graphiti_core.driver.driver import GraphProvider
+from graphiti_core.driver.driver import GraphDriver, GraphProvider
 from graphiti_core.edges import EntityEdge, get_entity_edge_from_record
 from graphiti_core.errors import EdgeNotFoundError, NodeNotFoundError
 from graphiti_core.nodes import EntityNode, EpisodeType, EpisodicNode
@@ -65,6 +68,8 @@ log = logging.getLogger("pps.graph.store")
 
 _READ_TIMEOUT_S = 60.0
 _VECTOR_EF_RUNTIME = 200  # HNSW search breadth; at 10 a third of an exact top 10 was missed
+_NEO4J_VECTOR_INDEX = "pps_fact_embedding"
+_NEO4J_MAX_K = 5000  # the most nearest facts asked of Neo4j's shared index (see _Neo4j)
 # The edge fields a Fact needs, for get_entity_edge_from_record. Not Graphiti's
 # properties(e): that carries the embedding, 384 floats an edge (~15 ms for 10 edges).
 _EDGE_FIELDS = (
@@ -102,14 +107,15 @@ class GraphStore:
         """`falkordb`: connection arguments of the embedded server; else GRAPH_URL."""
         self.settings = settings
         self.backend = settings.graph_backend
-        self._falkordb_args = falkordb
+        self._server: _Server = (
+            _Neo4j(settings) if self.backend == "neo4j" else _FalkorDB(settings, falkordb)
+        )
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="graph", daemon=True)
         self._client: Any = None  # the shared FalkorDB client or Neo4j driver
         self._graphs: dict[str, Graphiti] = {}
         self._indexed: set[str] = set()
-        self._vector_indexed: set[str] = set()  # FalkorDB graphs whose vector index is built
         self._entity_locks: dict[str, asyncio.Lock] = {}
         self._llm = None
         self._embedder = LocalEmbedder(settings)
@@ -138,12 +144,8 @@ class GraphStore:
             if task is not current:
                 task.cancel()
         client, self._client = self._client, None
-        if client is None:
-            return
-        if self.backend == "neo4j":
-            await client.close()
-        else:
-            await client.connection.aclose()
+        if client is not None:
+            await self._server.close(client)
 
     # --- writing ---
 
@@ -308,7 +310,7 @@ class GraphStore:
         """Remove everything in this entity's graph (tests and a fresh replay)."""
         graph = self._graph(entity)
         self._call(clear_data(graph.driver, [entity]))
-        self._vector_indexed.discard(entity)
+        self._server.forget(entity)
 
     # --- reading ---
 
@@ -333,7 +335,7 @@ class GraphStore:
         if vector is None:
             vector = await self._embedder.create(query.replace("\n", " "))
         matching, similar = await asyncio.gather(
-            self._matching_edges(graph, entity, query, 2 * wanted),
+            self._server.matching_edges(graph, entity, query, 2 * wanted),
             self._similar_edges(graph, entity, vector, 2 * wanted),
         )
         edges = {e.uuid: e for e in (*matching, *similar) if e.group_id == entity}
@@ -343,76 +345,16 @@ class GraphStore:
             chosen = [e for e in chosen if _within(_when(e), since, until)]
         return await self._facts(graph, chosen[:limit])
 
-    async def _matching_edges(self, graph, entity, query, limit) -> list[EntityEdge]:
-        """The facts whose words match the query best (BM25, Graphiti's fulltext query).
-        On FalkorDB without the edges' embeddings (see _EDGE_FIELDS)."""
-        if self.backend != "falkordb":
-            return await edge_fulltext_search(graph.driver, query, SearchFilters(), [entity], limit)
-        words = fulltext_query(query, [entity], graph.driver)
-        if not words:
-            return []
-        records, *_ = await graph.driver.execute_query(
-            "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $query)"
-            " YIELD relationship AS e, score WITH e, score, startNode(e) AS n, endNode(e) AS m"
-            " WHERE e.group_id = $group_id AND n:Entity AND m:Entity"
-            f" RETURN {_EDGE_FIELDS} ORDER BY score DESC LIMIT $limit",
-            query=words,
-            group_id=entity,
-            limit=limit,
-        )
-        return [get_entity_edge_from_record(r, GraphProvider.FALKORDB) for r in records]
-
     async def _similar_edges(self, graph, entity, vector, limit) -> list[EntityEdge]:
-        """The facts nearest the query vector (cosine, over Graphiti's minimum score). On
-        FalkorDB through an HNSW index on the fact embeddings, made on first use: at 10k
-        facts an exact scan takes ~50 ms, the index ~2 ms for the same top 10. While the
-        index is missing or being built (FalkorDB builds it again after a restart, ~2 s
-        per 10k facts), and on Neo4j: Graphiti's exact scan."""
-        if self.backend == "falkordb" and await self._vector_index_ready(graph, entity):
-            try:
-                records, *_ = await graph.driver.execute_query(
-                    "CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', $k,"
-                    " vecf32($vector)) YIELD relationship AS e, score"
-                    " WITH e, score, startNode(e) AS n, endNode(e) AS m"
-                    " WHERE score <= $distance AND e.group_id = $group_id"
-                    f" AND n:Entity AND m:Entity RETURN {_EDGE_FIELDS} ORDER BY score",
-                    k=limit,
-                    vector=vector,
-                    distance=2 * (1 - DEFAULT_MIN_SCORE),  # Graphiti's score: (2 - distance) / 2
-                    group_id=entity,
-                )
-                return [get_entity_edge_from_record(r, GraphProvider.FALKORDB) for r in records]
-            except ResponseError:  # the server restarted and is building the index again
-                self._vector_indexed.discard(entity)
+        """The facts nearest the query vector (cosine, over Graphiti's minimum score),
+        through the server's vector index; Graphiti's exact scan of the entity's facts
+        while the index is not ready (being built, or after a server restart)."""
+        found = await self._server.similar_edges(graph, entity, vector, limit)
+        if found is not None:
+            return found
         return await edge_similarity_search(
             graph.driver, vector, None, None, SearchFilters(), [entity], limit
         )
-
-    async def _vector_index_ready(self, graph, entity: str) -> bool:
-        """Whether the entity's graph has its vector index on fact embeddings built (asks
-        FalkorDB until it has; makes the index of a graph from before there was one)."""
-        if entity not in self._vector_indexed:
-            if await self._vector_index_state(graph) != "OPERATIONAL":
-                return False
-            self._vector_indexed.add(entity)
-        return True
-
-    async def _vector_index_state(self, graph) -> str:
-        """The state of the FalkorDB vector index on fact embeddings (OPERATIONAL once
-        built); made now, with the embedding model's dimension, where there is none."""
-        records, *_ = await graph.driver.execute_query(
-            "CALL db.indexes() YIELD label, types, status"
-            " WHERE label = 'RELATES_TO' RETURN types, status"
-        )
-        states = [r["status"] for r in records if "VECTOR" in r["types"].get("fact_embedding", [])]
-        if states:
-            return "OPERATIONAL" if "OPERATIONAL" in states else states[0]
-        dim = await asyncio.to_thread(lambda: embeddings.get(self.settings).dim)
-        await graph.driver.execute_query(
-            "CREATE VECTOR INDEX FOR ()-[e:RELATES_TO]-() ON (e.fact_embedding) OPTIONS"
-            f" {{dimension: {dim}, similarityFunction: 'cosine', efRuntime: {_VECTOR_EF_RUNTIME}}}"
-        )
-        return "created"
 
     def explore(self, entity: str, name: str, depth: int, limit: int) -> Exploration:
         graph = self._graph(entity)
@@ -501,10 +443,7 @@ class GraphStore:
         self._call(self._ping(), timeout=3)
 
     async def _ping(self) -> None:
-        if self.backend == "neo4j":
-            await self._connect().client.verify_connectivity()
-        else:
-            await self._connect().connection.ping()
+        await self._server.ping(self._connect())
 
     # --- plumbing ---
 
@@ -534,34 +473,10 @@ class GraphStore:
             if self._client is not None:
                 return self._client
             try:
-                self._client = self._new_client()
+                self._client = self._server.connect()
             except Exception as exc:
                 raise GraphUnavailable(f"cannot connect to the graph: {exc}") from exc
             return self._client
-
-    def _new_client(self):
-        if self.backend == "neo4j":
-            from graphiti_core.driver.neo4j_driver import Neo4jDriver
-
-            if not self.settings.graph_url:
-                raise ValueError("GRAPH_BACKEND=neo4j needs GRAPH_URL (neo4j://user:pass@host)")
-            uri, user, password = _split_credentials(self.settings.graph_url)
-            secret = self.settings.neo4j_password
-            user = user or self.settings.neo4j_user
-            password = password or (secret.get_secret_value() if secret else None)
-            # Neo4j reports a warning on every query that names a property no node has yet
-            # (fact_embedding, episodes... on a fresh database): Graphiti's queries do,
-            # and the driver logs each one with the query in full. Errors still show.
-            logging.getLogger("neo4j.notifications").setLevel(logging.ERROR)
-            return Neo4jDriver(uri, user, password)  # one database; group_id separates
-        from falkordb.asyncio import FalkorDB
-
-        args = dict(self._falkordb_args or {})
-        if not args:
-            if not self.settings.graph_url:
-                raise ValueError("no embedded FalkorDB running and no GRAPH_URL")
-            return FalkorDB.from_url(self.settings.graph_url, socket_timeout=_READ_TIMEOUT_S)
-        return FalkorDB(**args, socket_timeout=_READ_TIMEOUT_S, socket_connect_timeout=5)
 
     def _graph(self, entity: str) -> Graphiti:
         """The entity's Graphiti, made outside the loop so that drivers do not schedule
@@ -573,14 +488,8 @@ class GraphStore:
                 return graph
             if self._llm is None:
                 self._llm = llm.client(self.settings)
-            if self.backend == "neo4j":
-                driver = client
-            else:
-                from graphiti_core.driver.falkordb_driver import FalkorDriver
-
-                driver = FalkorDriver(falkor_db=client, database=entity)
             graph = Graphiti(
-                graph_driver=driver,
+                graph_driver=self._server.driver(client, entity),
                 llm_client=self._llm,
                 embedder=self._embedder,
                 cross_encoder=_NoReranker(),
@@ -590,12 +499,11 @@ class GraphStore:
             return graph
 
     async def _ensure_indices(self, entity: str, graph: Graphiti) -> None:
-        key = "*" if self.backend == "neo4j" else entity
+        key = self._server.index_key(entity)
         if key in self._indexed:
             return
         await graph.driver.build_indices_and_constraints()
-        if self.backend == "falkordb":
-            await self._vector_index_state(graph)
+        await self._server.vector_index_state(graph)
         self._indexed.add(key)
 
     def _entity_lock(self, entity: str) -> asyncio.Lock:
@@ -627,6 +535,238 @@ class GraphStore:
             )
             for e in edges
         ]
+
+
+class _Server:
+    """What differs between the graph servers; the store calls only these."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._vector_ready: set[str] = set()  # index keys whose vector index is built
+
+    def connect(self) -> Any:
+        """The shared client (blocking; in the caller's thread)."""
+        raise NotImplementedError
+
+    async def close(self, client: Any) -> None:
+        raise NotImplementedError
+
+    async def ping(self, client: Any) -> None:
+        raise NotImplementedError
+
+    def driver(self, client: Any, entity: str) -> GraphDriver:
+        """The Graphiti driver for the entity's graph."""
+        raise NotImplementedError
+
+    def index_key(self, entity: str) -> str:
+        """Where indexes live: the entity's graph, or one database for all."""
+        raise NotImplementedError
+
+    async def matching_edges(self, graph, entity, query, limit) -> list[EntityEdge]:
+        """The entity's facts whose words match the query best (BM25)."""
+        raise NotImplementedError
+
+    async def similar_edges(self, graph, entity, vector, limit) -> list[EntityEdge] | None:
+        """The entity's facts nearest the vector, through the vector index; None where
+        the index cannot answer now (the store then scans the entity's facts)."""
+        raise NotImplementedError
+
+    async def vector_index_state(self, graph) -> str:
+        """ "ready" once the vector index on fact embeddings is built; made now (with the
+        embedding model's dimension) where there is none."""
+        raise NotImplementedError
+
+    def forget(self, entity: str) -> None:
+        """Ask the server again whether the entity's vector index is ready."""
+        self._vector_ready.discard(self.index_key(entity))
+
+    async def _vector_index_ready(self, graph, entity: str) -> bool:
+        key = self.index_key(entity)
+        if key not in self._vector_ready:
+            if await self.vector_index_state(graph) != "ready":
+                return False
+            self._vector_ready.add(key)
+        return True
+
+    async def _dimension(self) -> int:
+        return await asyncio.to_thread(lambda: embeddings.get(self.settings).dim)
+
+
+class _FalkorDB(_Server):
+    """Each entity is a graph of its own, with its own indexes. Its fulltext and vector
+    searches are queried here directly: without the edges' embeddings (see _EDGE_FIELDS),
+    and through an HNSW index on the fact embeddings (at 10k facts an exact scan takes
+    ~50 ms, the index ~2 ms for the same top 10). FalkorDB builds that index again after
+    a restart (~2 s per 10k facts)."""
+
+    def __init__(self, settings: Settings, embedded: dict | None):
+        super().__init__(settings)
+        self._embedded = embedded  # connection arguments of the embedded server
+
+    def connect(self) -> Any:
+        from falkordb.asyncio import FalkorDB
+
+        if self._embedded:
+            return FalkorDB(
+                **self._embedded, socket_timeout=_READ_TIMEOUT_S, socket_connect_timeout=5
+            )
+        if not self.settings.graph_url:
+            raise ValueError("no embedded FalkorDB running and no GRAPH_URL")
+        return FalkorDB.from_url(self.settings.graph_url, socket_timeout=_READ_TIMEOUT_S)
+
+    async def close(self, client: Any) -> None:
+        await client.connection.aclose()
+
+    async def ping(self, client: Any) -> None:
+        await client.connection.ping()
+
+    def driver(self, client: Any, entity: str) -> GraphDriver:
+        from graphiti_core.driver.falkordb_driver import FalkorDriver
+
+        return FalkorDriver(falkor_db=client, database=entity)
+
+    def index_key(self, entity: str) -> str:
+        return entity
+
+    async def matching_edges(self, graph, entity, query, limit) -> list[EntityEdge]:
+        words = fulltext_query(query, [entity], graph.driver)
+        if not words:
+            return []
+        records, *_ = await graph.driver.execute_query(
+            "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $query)"
+            " YIELD relationship AS e, score WITH e, score, startNode(e) AS n, endNode(e) AS m"
+            " WHERE e.group_id = $group_id AND n:Entity AND m:Entity"
+            f" RETURN {_EDGE_FIELDS} ORDER BY score DESC LIMIT $limit",
+            query=words,
+            group_id=entity,
+            limit=limit,
+        )
+        return [get_entity_edge_from_record(r, GraphProvider.FALKORDB) for r in records]
+
+    async def similar_edges(self, graph, entity, vector, limit) -> list[EntityEdge] | None:
+        if not await self._vector_index_ready(graph, entity):
+            return None
+        try:
+            records, *_ = await graph.driver.execute_query(
+                "CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', $k,"
+                " vecf32($vector)) YIELD relationship AS e, score"
+                " WITH e, score, startNode(e) AS n, endNode(e) AS m"
+                " WHERE score <= $distance AND e.group_id = $group_id"
+                f" AND n:Entity AND m:Entity RETURN {_EDGE_FIELDS} ORDER BY score",
+                k=limit,
+                vector=vector,
+                distance=2 * (1 - DEFAULT_MIN_SCORE),  # Graphiti's score: (2 - distance) / 2
+                group_id=entity,
+            )
+        except ResponseError:  # the server restarted and is building the index again
+            self.forget(entity)
+            return None
+        return [get_entity_edge_from_record(r, GraphProvider.FALKORDB) for r in records]
+
+    async def vector_index_state(self, graph) -> str:
+        records, *_ = await graph.driver.execute_query(
+            "CALL db.indexes() YIELD label, types, status"
+            " WHERE label = 'RELATES_TO' RETURN types, status"
+        )
+        states = [r["status"] for r in records if "VECTOR" in r["types"].get("fact_embedding", [])]
+        if states:
+            return "ready" if "OPERATIONAL" in states else states[0]
+        await graph.driver.execute_query(
+            "CREATE VECTOR INDEX FOR ()-[e:RELATES_TO]-() ON (e.fact_embedding) OPTIONS"
+            f" {{dimension: {await self._dimension()}, similarityFunction: 'cosine',"
+            f" efRuntime: {_VECTOR_EF_RUNTIME}}}"
+        )
+        return "created"
+
+
+class _Neo4j(_Server):
+    """One database for every entity; group_id separates them, and every query filters
+    on it. Neo4j 5's vector index (HNSW, on the fact embeddings) covers all entities'
+    facts and cannot filter while it searches: the nearest are asked for, then the
+    entity's kept, asking for more while too few are the entity's. An entity with a
+    small share of a big database is quicker to scan (the store's exact scan, through
+    the group_id index), so past `_NEO4J_MAX_K` the index gives up."""
+
+    def connect(self) -> Any:
+        from graphiti_core.driver.neo4j_driver import Neo4jDriver
+
+        if not self.settings.graph_url:
+            raise ValueError("GRAPH_BACKEND=neo4j needs GRAPH_URL (neo4j://user:pass@host)")
+        uri, user, password = _split_credentials(self.settings.graph_url)
+        secret = self.settings.neo4j_password
+        user = user or self.settings.neo4j_user
+        password = password or (secret.get_secret_value() if secret else None)
+        # Neo4j reports a warning on every query that names a property no node has yet
+        # (fact_embedding, episodes... on a fresh database): Graphiti's queries do,
+        # and the driver logs each one with the query in full. Errors still show.
+        logging.getLogger("neo4j.notifications").setLevel(logging.ERROR)
+        return Neo4jDriver(uri, user, password)
+
+    async def close(self, client: Any) -> None:
+        await client.close()
+
+    async def ping(self, client: Any) -> None:
+        await client.client.verify_connectivity()
+
+    def driver(self, client: Any, entity: str) -> GraphDriver:
+        return client
+
+    def index_key(self, entity: str) -> str:
+        return "*"
+
+    async def matching_edges(self, graph, entity, query, limit) -> list[EntityEdge]:
+        return await edge_fulltext_search(graph.driver, query, SearchFilters(), [entity], limit)
+
+    async def similar_edges(self, graph, entity, vector, limit) -> list[EntityEdge] | None:
+        if not await self._vector_index_ready(graph, entity):
+            return None
+        k = 2 * limit
+        while k <= _NEO4J_MAX_K:
+            records, *_ = await graph.driver.execute_query(
+                "CALL db.index.vector.queryRelationships($index, $k, $vector)"
+                " YIELD relationship AS e, score"
+                " RETURN e.uuid AS uuid, e.group_id AS group_id, score",
+                index=_NEO4J_VECTOR_INDEX,
+                k=k,
+                vector=vector,
+            )
+            mine = [
+                r["uuid"]
+                for r in records
+                if r["group_id"] == entity and r["score"] >= DEFAULT_MIN_SCORE
+            ]
+            exhausted = len(records) < k or records[-1]["score"] < DEFAULT_MIN_SCORE
+            if len(mine) >= limit or exhausted:
+                return await self._edges(graph, entity, mine[:limit])
+            k *= 8
+        return None
+
+    async def _edges(self, graph, entity, uuids: list[str]) -> list[EntityEdge]:
+        if not uuids:
+            return []
+        records, *_ = await graph.driver.execute_query(
+            "MATCH (n:Entity)-[e:RELATES_TO]->(m:Entity)"
+            f" WHERE e.uuid IN $uuids AND e.group_id = $group_id RETURN {_EDGE_FIELDS}",
+            uuids=uuids,
+            group_id=entity,
+        )
+        edges = {r["uuid"]: get_entity_edge_from_record(r, GraphProvider.NEO4J) for r in records}
+        return [edges[uuid] for uuid in uuids if uuid in edges]
+
+    async def vector_index_state(self, graph) -> str:
+        records, *_ = await graph.driver.execute_query(
+            "SHOW VECTOR INDEXES YIELD name, state WHERE name = $name RETURN state",
+            name=_NEO4J_VECTOR_INDEX,
+        )
+        if records:
+            return "ready" if records[0]["state"] == "ONLINE" else records[0]["state"]
+        await graph.driver.execute_query(
+            f"CREATE VECTOR INDEX {_NEO4J_VECTOR_INDEX} IF NOT EXISTS"
+            " FOR ()-[e:RELATES_TO]-() ON (e.fact_embedding) OPTIONS {indexConfig: {"
+            f" `vector.dimensions`: {await self._dimension()},"
+            " `vector.similarity_function`: 'cosine'}}"
+        )
+        return "created"
 
 
 class _NoReranker(CrossEncoderClient):
@@ -671,10 +811,7 @@ _UNREACHABLE = {"ConnectionError", "ServiceUnavailable", "SessionExpired", "Busy
 
 
 def _unreachable(exc: BaseException) -> bool:
-    names = {type(e).__name__ for e in _chain(exc)}
-    return bool(
-        names & {"ConnectionError", "ServiceUnavailable", "SessionExpired", "BusyLoadingError"}
-    )
+    return bool({type(e).__name__ for e in _chain(exc)} & _UNREACHABLE)
 
 
 def _chain(exc: BaseException):
