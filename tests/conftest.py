@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +31,7 @@ from typer.testing import CliRunner
 from engine.capture import entities
 from engine.store.config import Settings
 from engine.store.db import Database
+from tests.neo4j_server import Neo4jServer
 from tests.stub_llm import StubLLM
 
 _names = itertools.count()
@@ -230,119 +230,12 @@ def client(make_client) -> httpx.Client:
     return make_client()
 
 
-# --- a real Neo4j 5, without Docker (tests/neo4j: a Java launcher Maven builds once) ---
-
-NEO4J_LAUNCHER = Path(__file__).parent / "neo4j"
-NEO4J_PASSWORD = "pps-test-password"
-_NEO4J_BUILD_TIMEOUT_S = 1200  # a first build downloads the harness (~250 MB) from Maven Central
-_NEO4J_START_TIMEOUT_S = 180
-
-
-class Neo4jServer:
-    """The launcher (a Neo4j 5.26 community, embedded in a Java process of its own) on a
-    folder of the test's. `kill()` is a SIGKILL; `start()` again serves the same folder
-    on the same port, as a service manager restarting it would; `stop()` is SIGTERM."""
-
-    user = "neo4j"
-    password = NEO4J_PASSWORD
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.port = 0
-        self.uri = ""
-        self._process: subprocess.Popen | None = None
-
-    def settings(self) -> dict[str, Any]:
-        """The pps settings that point at it (what compose gives the pps service)."""
-        return {
-            "graph_backend": "neo4j",
-            "graph_url": self.uri,
-            "neo4j_user": self.user,
-            "neo4j_password": self.password,
-        }
-
-    def start(self) -> Neo4jServer:
-        java = [
-            "java",
-            "-XX:+UseSerialGC",
-            "-Xmx1g",
-            "-cp",
-            neo4j_classpath(),
-            "pps.neo4j.Launcher",
-        ]
-        log = self.folder / "launcher.log"
-        with log.open("a") as stderr:
-            process = self._process = subprocess.Popen(
-                [*java, str(self.folder / "data"), self.password, str(self.port)],
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-            )
-        uris: list[str] = []
-
-        def read() -> None:  # the URI line, then drain stdout so that the pipe never fills
-            for line in process.stdout:
-                if line.startswith("bolt://") and not uris:
-                    uris.append(line.strip())
-
-        threading.Thread(target=read, name="neo4j-stdout", daemon=True).start()
-        wait_for(
-            lambda: uris or process.poll() is not None,
-            _NEO4J_START_TIMEOUT_S,
-            "Neo4j to print its Bolt URI",
-        )
-        if not uris:
-            raise RuntimeError(
-                f"the Neo4j launcher exited {process.returncode}:\n{log.read_text()[-4000:]}"
-            )
-        self.uri = uris[0]
-        self.port = int(self.uri.rsplit(":", 1)[1])
-        return self
-
-    def kill(self) -> None:
-        self._process.kill()
-        self._process.wait()
-
-    def stop(self) -> None:
-        if self._process is None or self._process.poll() is not None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.kill()
-
-    def wipe(self) -> None:
-        """Delete everything in the database (tests that reuse entity names start here)."""
-        import neo4j
-
-        with neo4j.GraphDatabase.driver(self.uri, auth=(self.user, self.password)) as driver:
-            driver.execute_query("MATCH (n) DETACH DELETE n")
+# --- a real Neo4j 5, without Docker (tests/neo4j_server.py) ---
 
 
 def _neo4j_missing() -> str | None:
     tools = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
     return f"no {' or '.join(tools)} on PATH to build and run tests/neo4j" if tools else None
-
-
-def neo4j_classpath() -> str:
-    """The launcher's classpath; `mvn package` first where the build is missing or older
-    than its sources (target/.built marks a finished build)."""
-    target = NEO4J_LAUNCHER / "target"
-    built = target / ".built"
-    sources = [NEO4J_LAUNCHER / "pom.xml", *NEO4J_LAUNCHER.glob("src/**/*.java")]
-    if not built.exists() or max(s.stat().st_mtime for s in sources) > built.stat().st_mtime:
-        result = subprocess.run(
-            ["mvn", "-q", "-B", "package"],
-            cwd=NEO4J_LAUNCHER,
-            capture_output=True,
-            text=True,
-            timeout=_NEO4J_BUILD_TIMEOUT_S,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"mvn package in {NEO4J_LAUNCHER} failed:\n{result.stdout[-4000:]}")
-        built.touch()
-    return f"{target / 'classes'}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
 
 
 @pytest.fixture(scope="session")
