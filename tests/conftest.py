@@ -238,6 +238,16 @@ def _neo4j_missing() -> str | None:
     return f"no {' or '.join(tools)} on PATH to build and run tests/neo4j" if tools else None
 
 
+@pytest.fixture(scope="module", params=["falkordb", "neo4j"])
+def graph_target(request):
+    """Each graph test module runs once per backend (tests/graphs.py)."""
+    from tests import graphs  # graphiti_core: only where a graph test runs
+
+    if request.param == "neo4j":
+        return graphs.Neo4j(request.getfixturevalue("neo4j_server"))
+    return graphs.Falkor()
+
+
 @pytest.fixture(scope="session")
 def neo4j_server(tmp_path_factory) -> Iterator[Neo4jServer]:
     """A Neo4j 5.26 on a free 127.0.0.1 port, for the session; tests that reuse entity

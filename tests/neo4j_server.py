@@ -78,6 +78,14 @@ class Neo4jServer:
         self.port = int(self.uri.rsplit(":", 1)[1])
         return self
 
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
     def kill(self) -> None:
         self._process.kill()
         self._process.wait()

@@ -1,6 +1,7 @@
-"""Feeding episodes to the graph, in process: the real FalkorDB server, the real embedding
-model, and the stub LLM on real HTTP. Each LLM failure is a retry or a pause, never a
-lost or doubled episode."""
+"""Feeding episodes to the graph, in process, on each backend (a real FalkorDB server and
+a real Neo4j 5, see tests/graphs.py), the real embedding model, and the stub LLM on real
+HTTP. Each LLM failure is a retry or a pause, never a lost or doubled episode. On Neo4j
+every entity of the module shares one database, as under compose."""
 
 from __future__ import annotations
 
@@ -32,9 +33,13 @@ TURNS = [
 
 
 @pytest.fixture(scope="module")
-def falkordb(tmp_path_factory):
+def graph_settings(tmp_path_factory, graph_target):
+    """One graph server for the module: the backend's settings that point at it."""
+    if graph_target.backend == "neo4j":
+        yield graph_target.settings()
+        return
     with FalkorServer(tmp_path_factory.mktemp("graph")) as server:
-        yield server
+        yield {"graph_backend": "falkordb", "graph_url": f"unix://{server.socket_path}"}
 
 
 @pytest.fixture
@@ -44,15 +49,15 @@ def stub():
 
 
 @pytest.fixture
-def make_graph(tmp_path, falkordb, stub):
-    """make_graph(**settings) -> (graph, db, settings), on the shared FalkorDB server."""
+def make_graph(tmp_path, graph_settings, stub):
+    """make_graph(**settings) -> (graph, db, settings), on the module's graph server."""
     made = []
 
     def make(**overrides):
         settings = Settings(
             **{
                 "data_dir": tmp_path / f"data{len(made)}",
-                "graph_url": f"unix://{falkordb.socket_path}",  # one server for the module
+                **graph_settings,
                 "llm_provider": "openai_compatible",
                 "llm_base_url": stub.url,
                 "llm_model": "stub",
@@ -245,6 +250,22 @@ def test_one_entity_never_sees_or_deletes_anothers_facts(make_graph, stub):
     assert texture.delete(graph, db, owner, fact.uuid).deleted == "fact"
     left = texture.search(graph, db, owner, texture.SearchQuery(query="Denver")).facts
     assert fact.uuid not in {f.uuid for f in left}
+
+
+def test_a_small_entity_beside_a_big_one_finds_its_own_facts_by_meaning(make_graph):
+    """On Neo4j one vector index holds every entity's facts: the nearest to a query can
+    all be another's. The small entity still finds its own, and only its own."""
+    graph, db, _ = make_graph()
+    big, small = new_entity(db), new_entity(db)
+    graph.store.import_facts(
+        big, [(f"Owner{i}", "HAS_PET", f"Cat{i}", f"Owner{i} has a pet cat.") for i in range(300)]
+    )
+    graph.store.import_facts(small, [("Mira", "OWNS", "Miso", "Mira owns a grey kitten.")])
+    query = texture.SearchQuery(query="pet cat", limit=3)
+    mine = texture.search(graph, db, small, query).facts
+    assert [f.fact for f in mine] == ["Mira owns a grey kitten."]
+    theirs = texture.search(graph, db, big, query).facts
+    assert len(theirs) == 3 and all(f.fact.endswith("has a pet cat.") for f in theirs)
 
 
 def test_explore_timeline_and_time_windows(make_graph, stub):
