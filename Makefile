@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint format clean
+.PHONY: run test lint format clean neo4j
 
 # Data in the user's data folder (~/.local/share/pps), where every `pps` command looks
 # by default; `make run DATA_DIR=./data` for another.
@@ -22,6 +22,24 @@ test: $(VENV)/.installed-dev $(NEO4J_LAUNCHER)
 tests/neo4j/target/.built: tests/neo4j/pom.xml $(wildcard tests/neo4j/src/main/java/pps/neo4j/*.java)
 	cd tests/neo4j && mvn -q -B package
 	touch $@
+
+# A local Neo4j 5.26 community without Docker, for GRAPH_BACKEND=neo4j (docs/settings.md,
+# "Neo4j without Docker"): the launcher in tests/neo4j (java 17 and mvn; built once), Bolt
+# only, on 127.0.0.1:$(NEO4J_PORT), user neo4j. The password (8+ characters) is
+# NEO4J_PASSWORD from the environment, else from .env, as pps reads it; none, no start.
+# The database is kept in NEO4J_DATA across restarts; Ctrl-C stops it cleanly.
+NEO4J_DATA ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/pps/neo4j
+NEO4J_PORT ?= 7687
+
+neo4j: tests/neo4j/target/.built $(VENV)/.installed
+	@password="$${NEO4J_PASSWORD:-$$($(BIN)/python -c 'from dotenv import dotenv_values; print(dotenv_values(".env").get("NEO4J_PASSWORD") or "")')}"; \
+	if [ $${#password} -lt 8 ]; then \
+	  echo "make neo4j: set NEO4J_PASSWORD (8+ characters) in .env or the environment" >&2; exit 1; \
+	fi; \
+	umask 077; mkdir -p "$(NEO4J_DATA)"; \
+	echo "Neo4j: data in $(NEO4J_DATA), Bolt on 127.0.0.1:$(NEO4J_PORT) (Ctrl-C stops it)"; \
+	exec java -cp "tests/neo4j/target/classes:$$(cat tests/neo4j/target/classpath.txt)" \
+	  pps.neo4j.Launcher "$(NEO4J_DATA)" "$$password" $(NEO4J_PORT)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
