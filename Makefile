@@ -11,8 +11,8 @@ run: $(VENV)/.installed
 	$(BIN)/pps serve $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 # The Neo4j the graph tests start (tests/neo4j), built once where Maven is installed (the
-# first build downloads Neo4j's harness from Maven Central into ~/.m2, outside any test's
-# timeout); tests/conftest.py builds it too where it is missing or stale.
+# first build downloads Neo4j community, ~130 MB, from Maven Central into ~/.m2, outside
+# any test's timeout); tests/neo4j_server.py builds it too where it is missing or stale.
 NEO4J_LAUNCHER := $(if $(shell command -v mvn),tests/neo4j/target/.built)
 
 test: $(VENV)/.installed-dev $(NEO4J_LAUNCHER)

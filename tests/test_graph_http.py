@@ -1,17 +1,16 @@
-"""Layer 3 end to end: the real app on real HTTP (its own embedded FalkorDB, the real
-embedding model) fed by the stub LLM over HTTP. Faults: the LLM failing or absent, FalkorDB killed
-mid-run or down for a delete, the engine killed with SIGKILL mid-job; and a replay into
-an empty graph."""
+"""Layer 3 end to end, on each backend (`graph_target`: the embedded FalkorDB and a real
+Neo4j 5, see tests/graphs.py): the real app on real HTTP and MCP, the real embedding
+model, fed by the stub LLM over HTTP. Faults: the LLM failing or absent, the graph server
+killed mid-run or down for a delete, the engine killed with SIGKILL mid-job; and a replay
+into an empty graph. On Neo4j every entity of the module shares one database (entity
+names are unique in this module for that reason)."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,9 +18,6 @@ import pytest
 from mcp_client import ToolFailed, call, session
 from stub_llm import StubLLM
 
-from engine.graph.server import FalkorServer
-from engine.graph.store import GraphStore
-from engine.store.config import Settings
 from pps.process import ServerProcess, free_port
 from tests.conftest import AppServer, create_entity, settings_env, wait_for
 
@@ -42,11 +38,14 @@ TURNS = [
 ]
 
 
-def llm_settings(stub: StubLLM | None) -> dict[str, Any]:
+def llm_settings(stub: StubLLM | None, graph: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Quick timings and the stub LLM (None: no LLM), on the embedded FalkorDB unless
+    `graph` gives the settings of another graph server."""
+    fast = {**FAST, **(graph or {})}
     if stub is None:
-        return {**FAST, "llm_provider": "none"}
+        return {**fast, "llm_provider": "none"}
     return {
-        **FAST,
+        **fast,
         "llm_provider": "openai_compatible",
         "llm_base_url": stub.url,
         "llm_model": "stub",
@@ -106,20 +105,11 @@ def jobs(server: AppServer | ServerProcess) -> list[tuple]:
         ).fetchall()
 
 
-def graph_episodes(data_dir: Path, entity: str) -> list[str]:
-    """The complete episodes in the graph, read with the server stopped."""
-    settings = Settings(data_dir=data_dir, graph_backend="falkordb", graph_url=None)
-    with FalkorServer(data_dir) as falkordb:
-        store = GraphStore(settings, falkordb=falkordb.connection).start()
-        try:
-            return store.episode_uuids(entity)
-        finally:
-            store.stop()
-
-
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, stub):
-    with AppServer(tmp_path_factory.mktemp("graph") / "data", **llm_settings(stub)) as app:
+def server(tmp_path_factory, stub, graph_target):
+    graph_target.fresh()
+    settings = llm_settings(stub, graph_target.settings())
+    with AppServer(tmp_path_factory.mktemp("graph") / "data", **settings) as app:
         yield app
 
 
@@ -196,15 +186,38 @@ def test_bad_input_names_the_field_and_changes_nothing(server, healthy):
 
 
 def test_one_entity_never_reaches_anothers_graph(server, healthy):
+    """By fact, node and episode uuid, by name, over REST and MCP: nothing of vega's
+    reaches altair (on Neo4j both live in one database)."""
     owner, other = Entity(server, "vega"), Entity(server, "altair")
     owner.say("Vega plays the Cello in Prague.")
     owner.ingested()
     fact = owner.search("Cello Prague").json()["facts"][0]
+    with owner.http as http:
+        prague = http.get("/v1/texture/explore", params={"entity_name": "Prague"}).json()
+        (episode,) = http.get("/v1/texture/timeline").json()["episodes"]
+    uuids = [fact["uuid"], prague["center"]["uuid"], episode["uuid"]]
     assert other.search("Cello Prague").json()["facts"] == []
     with other.http as http:
-        assert http.delete(f"/v1/texture/{fact['uuid']}").status_code == 404
+        for uuid in uuids:
+            assert http.delete(f"/v1/texture/{uuid}").status_code == 404
         assert http.get("/v1/texture/explore", params={"entity_name": "Prague"}).status_code == 404
         assert http.get("/v1/texture/timeline").json()["episodes"] == []
+
+    async def look_and_delete(client) -> list[str]:
+        assert (await call(client, "texture_search", query="Cello Prague"))["facts"] == []
+        assert (await call(client, "texture_timeline"))["episodes"] == []
+        refusals = []
+        for tool, arguments in [
+            ("texture_explore", {"entity_name": "Prague"}),
+            *[("texture_delete", {"uuid": uuid}) for uuid in uuids],
+        ]:
+            with pytest.raises(ToolFailed) as refused:
+                await call(client, tool, **arguments)
+            refusals.append(str(refused.value))
+        return refusals
+
+    refusals = session(f"{server.url}/mcp", other.token, look_and_delete)
+    assert all("not found" in r.lower() for r in refusals), refusals
     assert fact["uuid"] in {f["uuid"] for f in owner.search("Cello Prague").json()["facts"]}
     with owner.http as http:
         assert http.delete(f"/v1/texture/{fact['uuid']}").json()["deleted"] == "fact"
@@ -249,8 +262,8 @@ def test_llm_failing_for_good_retries_and_says_why(server, healthy):
     assert httpx.get(f"{server.url}/health").json()["components"]["llm"]["status"] == "ok"
 
 
-def test_without_an_llm_jobs_wait_and_everything_else_works(tmp_path):
-    with AppServer(tmp_path / "data", **llm_settings(None)) as server:
+def test_without_an_llm_jobs_wait_and_everything_else_works(tmp_path, graph_target):
+    with AppServer(tmp_path / "data", **llm_settings(None, graph_target.settings())) as server:
         rigel = Entity(server, "rigel")
         uids = rigel.say(*TURNS)
         waiting = wait_for(lambda: (s := rigel.stats())["jobs"]["waiting"] and s, 10, "a pause")
@@ -267,100 +280,94 @@ def test_without_an_llm_jobs_wait_and_everything_else_works(tmp_path):
         assert rigel.search("Denver").json() == {"facts": [], "status": "ok"}
 
 
-def test_falkordb_killed_mid_run_retries_without_duplicates(server, healthy):
+def test_the_graph_killed_mid_run_retries_without_duplicates(server, healthy, graph_target):
     procyon = Entity(server, "procyon")
     healthy.set_mode("hang")
     procyon.say("Procyon builds telescopes in Tucson.", session="a")
     wait_for(lambda: healthy.calls >= 1, 15, "the job to reach the LLM")
-    pid = int((server.data_dir / "graph" / "falkordb.pid").read_text())
-    os.kill(pid, signal.SIGKILL)
+    graph_target.kill(server.data_dir)
     healthy.set_mode(None)  # the hung call fails; the attempt is retried
+    graph_target.revive()
     procyon.say("Procyon met Vega in Tucson.", session="b")
     stats = procyon.ingested(2, timeout=60)
     health = httpx.get(f"{server.url}/health").json()["components"]["graph"]
-    assert health["status"] == "ok" and health["restarts"] >= 1
+    assert health["status"] == "ok"
     assert stats["graph"]["episodes"] == 2 == stats["episodes"]["closed"]
     (first, first_attempts), (second, _) = job_states(server, procyon)
     assert first == second == "done" and first_attempts >= 2  # it failed, then was retried
 
 
-def test_delete_with_the_graph_down_answers_503_and_deletes_nothing(tmp_path, healthy):
-    # A FalkorDB of the test's own (GRAPH_URL), so that it stays down: the embedded one
-    # is restarted by the engine within a second.
-    falkordb = FalkorServer(tmp_path / "falkordb").start()
-    where = (
-        f"redis://127.0.0.1:{falkordb.port}" if falkordb.port else f"unix://{falkordb.socket_path}"
-    )
-    try:
-        with AppServer(
-            tmp_path / "data", **{**llm_settings(healthy), "graph_url": where}
-        ) as server:
-            deneb = Entity(server, "deneb")
-            with deneb.http as http:
-                http.post("/v1/texture/triplets", json={"source": "Deneb", "target": "Oslo",
-                          "relationship": "LIVES_IN", "fact": "Deneb lives in Oslo."})  # fmt: skip
-            deneb.ingested()
-            (fact,) = deneb.search("Deneb Oslo").json()["facts"]
-            falkordb.stop()
+def test_delete_with_the_graph_down_answers_503_and_deletes_nothing(
+    tmp_path, healthy, graph_target
+):
+    with (
+        graph_target.own(tmp_path / "graph") as graph,
+        AppServer(tmp_path / "data", **llm_settings(healthy, graph.settings)) as server,
+    ):
+        hadar = Entity(server, "hadar")
+        with hadar.http as http:
+            http.post("/v1/texture/triplets", json={"source": "Hadar", "target": "Oslo",
+                      "relationship": "LIVES_IN", "fact": "Hadar lives in Oslo."})  # fmt: skip
+        hadar.ingested()
+        (fact,) = hadar.search("Hadar Oslo").json()["facts"]
+        graph.stop()
 
-            with deneb.http as http:
-                answer = http.delete(f"/v1/texture/{fact['uuid']}")
-            assert answer.status_code == 503, answer.text
-            assert answer.json()["error"] == "unavailable"
-            assert "the graph is down; nothing was deleted; retry later" in answer.text
+        with hadar.http as http:
+            answer = http.delete(f"/v1/texture/{fact['uuid']}")
+        assert answer.status_code == 503, answer.text
+        assert answer.json()["error"] == "unavailable"
+        assert "the graph is down; nothing was deleted; retry later" in answer.text
 
-            async def delete_by_mcp(client) -> str:
-                with pytest.raises(ToolFailed) as refused:
-                    await call(client, "texture_delete", uuid=fact["uuid"])
-                return str(refused.value)
+        async def delete_by_mcp(client) -> str:
+            with pytest.raises(ToolFailed) as refused:
+                await call(client, "texture_delete", uuid=fact["uuid"])
+            return str(refused.value)
 
-            refused = session(f"{server.url}/mcp", deneb.token, delete_by_mcp)
-            assert "the graph is down; nothing was deleted; retry later" in refused
-            assert deneb.search("Deneb Oslo").json()["status"].startswith("unavailable")
+        refused = session(f"{server.url}/mcp", hadar.token, delete_by_mcp)
+        assert "the graph is down; nothing was deleted; retry later" in refused
+        assert hadar.search("Hadar Oslo").json()["status"].startswith("unavailable")
 
-            falkordb.start()
-            assert [f["uuid"] for f in deneb.search("Deneb Oslo").json()["facts"]] == [fact["uuid"]]
-            with deneb.http as http:
-                assert http.delete(f"/v1/texture/{fact['uuid']}").json()["deleted"] == "fact"
-            assert deneb.search("Deneb Oslo").json() == {"facts": [], "status": "ok"}
-    finally:
-        falkordb.stop()
+        graph.start()
+        assert [f["uuid"] for f in hadar.search("Hadar Oslo").json()["facts"]] == [fact["uuid"]]
+        with hadar.http as http:
+            assert http.delete(f"/v1/texture/{fact['uuid']}").json()["deleted"] == "fact"
+        assert hadar.search("Hadar Oslo").json() == {"facts": [], "status": "ok"}
 
 
-def test_engine_killed_mid_job_is_reclaimed_and_lands_once(tmp_path, stub):
+def test_engine_killed_mid_job_is_reclaimed_and_lands_once(tmp_path, stub, graph_target):
     stub.reset_counts()
-    env = settings_env(**llm_settings(stub), queue_lease_s=1.5)
+    env = settings_env(**llm_settings(stub, graph_target.settings()), queue_lease_s=1.5)
     server = ServerProcess(tmp_path / "data", env=env).start()
     try:
-        altair = Entity(server, "altair")
+        canopus = Entity(server, "canopus")
         stub.set_mode("hang")
-        altair.say("Altair sails from Lisbon to Madeira.")
+        canopus.say("Canopus sails from Lisbon to Madeira.")
         wait_for(lambda: stub.calls >= 1, 15, "the job to reach the LLM")
         server.kill()
         stub.set_mode(None)
         server.start()
-        stats = altair.ingested(timeout=60)
+        stats = canopus.ingested(timeout=60)
         assert stats["graph"]["episodes"] == 1
         ((_, state, attempts, _),) = jobs(server)
         assert state == "done" and attempts == 2
     finally:
         stub.set_mode(None)
         server.stop()
-    assert len(graph_episodes(server.data_dir, "altair")) == 1
+    assert len(graph_target.episodes(server.data_dir, "canopus")) == 1
 
 
-def test_replay_into_an_empty_graph_gives_the_same_episodes(tmp_path, stub):
+def test_replay_into_an_empty_graph_gives_the_same_episodes(tmp_path, stub, graph_target):
     stub.set_mode(None)
-    settings = llm_settings(stub)
+    settings = llm_settings(stub, graph_target.settings())
     with AppServer(tmp_path / "data", **settings) as server:
         mira = Entity(server, "mira")
         mira.say(*TURNS, session="one")
         mira.say("Mira studies Orion from Chile.", session="two")
         mira.ingested(2)
     data_dir = server.data_dir
-    before = graph_episodes(data_dir, "mira")
+    before = graph_target.episodes(data_dir, "mira")
     assert len(before) == 2
-    shutil.rmtree(data_dir / "graph")  # the graph is lost; the log is not
+    graph_target.lose(data_dir, "mira")  # the graph is lost; the log is not
     with AppServer(data_dir, **settings) as server:
         graph = wait_for(
             lambda: (g := httpx.get(f"{server.url}/health").json()["components"]["graph"]).get(
@@ -376,4 +383,4 @@ def test_replay_into_an_empty_graph_gives_the_same_episodes(tmp_path, stub):
     )
     assert replay.returncode == 0, replay.stderr
     assert "2 of 2 episodes replayed here" in replay.stdout
-    assert graph_episodes(data_dir, "mira") == before
+    assert graph_target.episodes(data_dir, "mira") == before

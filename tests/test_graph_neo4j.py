@@ -1,7 +1,7 @@
-"""The same flow on Neo4j (what compose runs): turns become facts traced to their events,
-over REST. The Neo4j is a real 5.26 community server started without Docker by the
-`neo4j_server` fixture (tests/neo4j, built by Maven once). On Neo4j every entity shares
-one database, so the isolation checks matter most here."""
+"""Compose's own Neo4j image, where a Docker engine runs (through testcontainers): turns
+become facts traced to their events, over REST, and two entities in its one database see
+nothing of each other. Everywhere else the whole graph suite runs on a real Neo4j 5.26
+without Docker (the `graph_target` fixture; tests/graphs.py)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,6 @@ def _docker_problem() -> str | None:
     except Exception as exc:  # any failure to reach an engine is a reason to skip
         return f"no Docker engine runs here ({type(exc).__name__}: {exc})"
     return None
-
-
-def test_turns_to_facts_on_neo4j_with_isolation(tmp_path, neo4j_server):
-    flow(tmp_path, neo4j_server.uri, neo4j_server.user, neo4j_server.password)
 
 
 @pytest.mark.skipif(_docker_problem() is not None, reason=_docker_problem() or "")

@@ -70,6 +70,7 @@ _READ_TIMEOUT_S = 60.0
 _VECTOR_EF_RUNTIME = 200  # HNSW search breadth; at 10 a third of an exact top 10 was missed
 _NEO4J_VECTOR_INDEX = "pps_fact_embedding"
 _NEO4J_MAX_K = 5000  # the most nearest facts asked of Neo4j's shared index (see _Neo4j)
+_NEO4J_CLIENT = {"max_transaction_retry_time": 5.0, "connection_timeout": 5.0}
 # The edge fields a Fact needs, for get_entity_edge_from_record. Not Graphiti's
 # properties(e): that carries the embedding, 384 floats an edge (~15 ms for 10 edges).
 _EDGE_FIELDS = (
@@ -440,10 +441,8 @@ class GraphStore:
 
     def ping(self) -> None:
         """Raise GraphUnavailable unless the graph server answers."""
-        self._call(self._ping(), timeout=3)
-
-    async def _ping(self) -> None:
-        await self._server.ping(self._connect())
+        client = self._connect()  # outside the loop: see _graph
+        self._call(self._server.ping(client), timeout=3)
 
     # --- plumbing ---
 
@@ -689,6 +688,7 @@ class _Neo4j(_Server):
 
     def connect(self) -> Any:
         from graphiti_core.driver.neo4j_driver import Neo4jDriver
+        from neo4j import AsyncGraphDatabase
 
         if not self.settings.graph_url:
             raise ValueError("GRAPH_BACKEND=neo4j needs GRAPH_URL (neo4j://user:pass@host)")
@@ -700,7 +700,16 @@ class _Neo4j(_Server):
         # (fact_embedding, episodes... on a fresh database): Graphiti's queries do,
         # and the driver logs each one with the query in full. Errors still show.
         logging.getLogger("neo4j.notifications").setLevel(logging.ERROR)
-        return Neo4jDriver(uri, user, password)
+        driver = Neo4jDriver(uri, user, password)
+        # Graphiti's driver passes no settings to Neo4j's: swap in a client whose retries
+        # end in seconds, so that a request made while Neo4j is down is answered (503)
+        # before the caller gives up, not after the default 30 s of retries.
+        unused, driver.client = (
+            driver.client,
+            AsyncGraphDatabase.driver(uri, auth=(user or "", password or ""), **_NEO4J_CLIENT),
+        )
+        asyncio.run(unused.close())  # never connected; closed so that it does not warn
+        return driver
 
     async def close(self, client: Any) -> None:
         await client.close()
