@@ -18,15 +18,17 @@ class LocalEmbedder(EmbedderClient):
         self.settings = settings
 
     async def create(self, input_data: str | list[str] | Iterable) -> list[float]:
+        """One text (a query, mostly): ahead of any bulk work on the model."""
         text = input_data if isinstance(input_data, str) else next(iter(input_data))
-        return (await self.create_batch([str(text)]))[0]
+        return await asyncio.to_thread(lambda: self._model().embed_one(str(text)).tolist())
 
     async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
         if not input_data_list:
             return []
-        return await asyncio.to_thread(self._embed, list(input_data_list))
+        texts = list(input_data_list)
+        return await asyncio.to_thread(lambda: self._model().embed(texts).tolist())
 
-    def _embed(self, texts: list[str]) -> list[list[float]]:
+    def _model(self):
         from engine.search import embeddings
 
-        return embeddings.get(self.settings).embed(texts).tolist()
+        return embeddings.get(self.settings)

@@ -38,6 +38,8 @@ _BUNDLED_DIM = 384
 _TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")
 _OPTIONAL_FILES = ("special_tokens_map.json",)
 _RETRY_AFTER_S = 60.0
+_SLICE_CHARS = 8_000  # ~2k tokens: one bulk model call, at most ~1 s on two cores
+_BUNDLED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's trained length (its tokenizer says 512)
 
 
 class Unavailable(RuntimeError):
@@ -45,35 +47,71 @@ class Unavailable(RuntimeError):
 
 
 class Embedder:
-    """One loaded model. Thread-safe: model calls are serialised one batch at a time (the
-    ONNX runtime already uses every core for one batch), so a query waits for at most one
-    batch of a background job, not for the whole job."""
+    """One loaded model, shared by every thread. Model calls run one at a time (the ONNX
+    runtime already uses every core for one call), and a query goes first: bulk work
+    (`embed`) runs in slices of at most `_SLICE_CHARS` characters and lets a waiting
+    query (`embed_one`) in between two slices, so a query waits for at most one slice of
+    a backlog (about a second on two cores), never for the backlog."""
 
     def __init__(self, model: str, engine, batch_size: int):
         self.model = model
         self._engine = engine
         self._batch_size = batch_size
-        self._lock = threading.Lock()
-        self.dim = int(self.embed(["dimension probe"]).shape[1])
+        self._turn = threading.Condition()
+        self._running = False
+        self._queries = 0  # queries waiting for the model
+        self.dim = int(self.embed_one("dimension probe").shape[0])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors, one row per text, in order."""
+        """Unit vectors, one row per text, in order (bulk work: queries go first)."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         rows: list = []
-        try:
-            for start in range(0, len(texts), self._batch_size):
-                batch = list(texts[start : start + self._batch_size])
-                with self._lock:
-                    rows += list(self._engine.embed(batch, batch_size=self._batch_size))
-        except Exception as exc:
-            raise Unavailable(f"embedding failed: {type(exc).__name__}: {exc}") from exc
-        matrix = np.asarray(rows, dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return matrix / np.maximum(norms, 1e-12)
+        for batch in _slices(texts, self._batch_size):
+            rows += self._run(batch, query=False)
+        return _unit(rows)
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        """A query's vector: it waits for no bulk slice but the one running."""
+        return _unit(self._run([text], query=True))[0]
+
+    def _run(self, batch: list[str], query: bool) -> list:
+        with self._turn:
+            self._queries += query
+            try:
+                while self._running or (not query and self._queries):
+                    self._turn.wait()
+            finally:
+                self._queries -= query
+            self._running = True
+        try:
+            return list(self._engine.embed(batch, batch_size=len(batch)))
+        except Exception as exc:
+            raise Unavailable(f"embedding failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            with self._turn:
+                self._running = False
+                self._turn.notify_all()
+
+
+def _slices(texts: Sequence[str], most: int):
+    """Consecutive batches of at most `most` texts and about `_SLICE_CHARS` characters."""
+    batch: list[str] = []
+    size = 0
+    for text in texts:
+        if batch and (len(batch) == most or size + len(text) > _SLICE_CHARS):
+            yield batch
+            batch, size = [], 0
+        batch.append(text)
+        size += len(text)
+    if batch:
+        yield batch
+
+
+def _unit(rows: list) -> np.ndarray:
+    matrix = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.maximum(norms, 1e-12)
 
 
 _loaded: dict[str, Embedder] = {}
@@ -148,6 +186,8 @@ def _load(settings: Settings) -> Embedder:
         engine = TextEmbedding(
             model_name=BUNDLED, specific_model_path=str(folder), cache_dir=str(cache)
         )
+        # Past its trained length the model reads nothing better, only slower.
+        engine.model.tokenizer.enable_truncation(max_length=_BUNDLED_MAX_TOKENS)
     else:
         engine = TextEmbedding(model_name=settings.embedding_model, cache_dir=str(cache))
     return Embedder(settings.embedding_model, engine, settings.embedding_batch_size)

@@ -1,0 +1,52 @@
+"""A big file in one home cannot starve everyone else (issue 15, item 2): queries are
+embedded ahead of any backlog, and a file of many chunks is searchable by its words at
+once while its vectors come from the queue, in slices committed as they go."""
+
+from __future__ import annotations
+
+import threading
+
+from engine.search import embeddings
+from engine.store.config import Settings
+from tests.conftest import wait_for
+
+LONG = "The pantry shelf holds flour, oats and the jar of honey from the market. " * 30
+
+
+class Recording:
+    """The real model, with each call it makes written down: (query waiting?, texts)."""
+
+    def __init__(self, engine):
+        self.engine, self.calls, self.query_waiting = engine, [], False
+
+    def embed(self, texts, batch_size):
+        self.calls.append((self.query_waiting, list(texts)))
+        return self.engine.embed(texts, batch_size=batch_size)
+
+
+def test_a_query_waits_for_one_slice_of_a_backlog_not_for_the_backlog(tmp_path):
+    embedder = embeddings.get(Settings(data_dir=tmp_path))
+    recording = Recording(embedder._engine)
+    embedder._engine = recording
+    try:
+        backlog = threading.Thread(target=embedder.embed, args=([LONG] * 40,))
+        backlog.start()
+        wait_for(lambda: recording.calls, 30, "the backlog to reach the model")
+        recording.query_waiting = True
+        embedder.embed_one("where is the honey?")
+        backlog.join(120)
+    finally:
+        embedder._engine = recording.engine
+    first_query = next(
+        i for i, (_, texts) in enumerate(recording.calls) if texts == ["where is the honey?"]
+    )
+    ran_while_waiting = [texts for waiting, texts in recording.calls[:first_query] if waiting]
+    # The slice running when the query asked, and one that may start between the flag
+    # and the call: never the rest of the backlog.
+    assert len(ran_while_waiting) <= 2, "bulk slices ran while the query waited"
+    assert all(
+        sum(map(len, texts)) <= 8_000
+        for _, texts in recording.calls
+        if texts != ["where is the honey?"]
+    )
+    assert first_query < len(recording.calls) - 1, "the query ran only after the backlog"
