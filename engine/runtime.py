@@ -8,7 +8,7 @@ import contextlib
 
 from engine.graph import episodes, texture
 from engine.search import embeddings, turns, watch
-from engine.search.index import Index
+from engine.search.index import FILE_EMBED_JOB, Index, file_embed_handler
 from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
@@ -31,6 +31,7 @@ class Runtime:
         self.index = Index(settings, db)
         self.keeper = watch.Keeper(self.index)
         self.workers.add(turns.JOB_KIND, turns.handler(self.index))
+        self.workers.add(FILE_EMBED_JOB, file_embed_handler(self.index))
         # Layer 3: the graph backend, its episode sweeper, and the graph_episode workers.
         self.graph = None
         if settings.graph_backend != "none":

@@ -9,6 +9,7 @@ import threading
 from engine.search import embeddings
 from engine.store.config import Settings
 from tests.conftest import wait_for
+from tests.searching import search, texts, write
 
 LONG = "The pantry shelf holds flour, oats and the jar of honey from the market. " * 30
 
@@ -50,3 +51,24 @@ def test_a_query_waits_for_one_slice_of_a_backlog_not_for_the_backlog(tmp_path):
         if texts != ["where is the honey?"]
     )
     assert first_query < len(recording.calls) - 1, "the query ran only after the backlog"
+
+
+def test_a_big_file_is_found_by_words_at_once_and_embedded_by_the_queue_in_slices(server, client):
+    sections = [f"## Shelf {n}\nShelf {n} holds jars of plum jam number {n}." for n in range(150)]
+    sections.append("## Bicycle\nThe red bicycle leans against the garage door.")
+    write(server, client, "memory/pantry.md", "\n\n".join(sections) + "\n")
+    # Found by its words as soon as the watcher has indexed it, vectors or not.
+    wait_for(lambda: texts(search(client, "bicycle")), 30, "the file to be indexed")
+    assert "red bicycle" in texts(search(client, "bicycle"))[0]
+    stats = wait_for(
+        lambda: (s := client.get("/v1/search/index").json())["vectors"] == s["chunks"] and s,
+        120,
+        "every chunk of the file to have its vector",
+    )
+    assert stats["chunks"] >= 151
+    slices = server.db.conn.execute(
+        "SELECT COUNT(*) FROM jobs WHERE entity = ? AND kind = 'embed_files' AND state = 'done'",
+        (client.entity,),
+    ).fetchone()[0]
+    assert slices >= 151 // 64  # in slices, each committed, each a job of its own
+    assert "red bicycle" in texts(search(client, "where is my bike parked"))[0]  # by meaning

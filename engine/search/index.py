@@ -8,6 +8,12 @@ computed outside the write transaction and reused for chunks whose embedded text
 not change (an edited file, a renamed one), so an edit costs one embedding per changed
 chunk. When the model cannot load, chunks are stored without vectors (BM25 still finds
 them) and `embed_missing` fills them in later.
+
+A file with more than `_INLINE_EMBED_MAX` chunks to embed (a long document, a 20 MB
+dump) is not embedded while it is indexed: its chunks are stored at once (found by
+their words), and the `embed_files` queue job embeds them a slice at a time, each slice
+committed, then goes to the back of the queue, so that a restart resumes where it was
+and other entities' files are embedded in between.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from engine.search import chunks, embeddings, homes, vectors
 from engine.search.homes import Home, Source
-from engine.store import timestamps
+from engine.store import queue, timestamps
 from engine.store.config import Settings
 from engine.store.db import Database
 
@@ -36,6 +42,8 @@ log = logging.getLogger("pps.index")
 Progress = Callable[[int, int], None]
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _EMBED_BATCH = 256
+_INLINE_EMBED_MAX = 64  # chunks a file may have to embed while it is indexed
+FILE_EMBED_JOB = "embed_files"
 
 
 @dataclass
@@ -188,7 +196,8 @@ class Index:
             return "unchanged", 0
         rows = self._chunk_rows(home.entity, source, raw.decode("utf-8", errors="replace"))
         reused = self._reusable_vectors(home.entity, [r["embed_hash"] for r in rows])
-        fresh = self._embed_new(rows, reused)
+        deferred = len({r["embed_hash"] for r in rows} - reused.keys()) > _INLINE_EMBED_MAX
+        fresh = {} if deferred else self._embed_new(rows, reused)
         with self._applying(home.entity) as apply, self.db.write() as conn:
             current = conn.execute(
                 "SELECT id, sha256 FROM search_files WHERE entity = ? AND path = ?",
@@ -224,6 +233,8 @@ class Index:
             self._store_vectors(conn, home.entity, ids, vecs)
             tier = vectors.TIER_CODES[source.tier]
             apply(ids, vecs, [tier] * len(ids), [source.growth] * len(ids), removed)
+            if deferred:
+                queue.enqueue(conn, home.entity, FILE_EMBED_JOB, f"{file_id}:{digest[:16]}", {})
         return ("updated" if known is not None else "added"), len(fresh)
 
     def _chunk_rows(self, entity: str, source: Source, text: str) -> list[dict]:
@@ -283,9 +294,12 @@ class Index:
         entity: str,
         chunk_ids: Iterable[int] | None = None,
         progress: Progress | None = None,
+        files_only: bool = False,
+        limit: int | None = None,
     ) -> int:
-        """Embed the entity's chunks (or the given ones) that have no vector of the
-        current model. Raises embeddings.Unavailable. Returns how many were embedded."""
+        """Embed the entity's chunks (or the given ones; or its files' chunks, at most
+        `limit`) that have no vector of the current model, each batch committed. Raises
+        embeddings.Unavailable. Returns how many were embedded."""
         embedder = self.embedder()
         query = (
             "SELECT c.id, c.kind, c.body, c.context, c.embed_hash, c.tier, c.growth"
@@ -300,7 +314,13 @@ class Index:
                 return 0
             query += " AND c.id IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(wanted))
-        pending = self.db.conn.execute(query + " ORDER BY c.id", params).fetchall()
+        if files_only:
+            query += " AND c.file_id IS NOT NULL"
+        query += " ORDER BY c.id"
+        if limit is not None:
+            query += " LIMIT ?"
+            params.append(limit)
+        pending = self.db.conn.execute(query, params).fetchall()
         done = 0
         for start in range(0, len(pending), _EMBED_BATCH):
             batch = pending[start : start + _EMBED_BATCH]
@@ -419,6 +439,18 @@ class Index:
                 )
             ]
             apply([], [], [], [], removed)
+
+
+def file_embed_handler(index: Index, slice_size: int = _INLINE_EMBED_MAX):
+    """The `embed_files` job: one slice of an entity's file chunks still without vectors;
+    while more are left, a job after it at the back of the queue."""
+
+    def embed_slice(job: queue.Job) -> None:
+        if index.embed_missing(job.entity, files_only=True, limit=slice_size) == slice_size:
+            with index.db.write() as conn:
+                queue.enqueue(conn, job.entity, FILE_EMBED_JOB, f"after-{job.id}", {})
+
+    return embed_slice
 
 
 def embed_text(kind: str, body: str, context: str) -> str:
