@@ -27,6 +27,7 @@ from engine.store.errors import (
     BadUpstream,
     Conflict,
     FieldProblem,
+    Forbidden,
     InputError,
     NotFound,
     Unavailable,
@@ -170,6 +171,7 @@ def _given(value: Any) -> str:
 class Caller:
     runtime: Runtime
     entity: str
+    store: str | None = None  # the shared store the path names (/mcp/shared-memory/STORE)
 
     @property
     def db(self) -> Database:
@@ -182,7 +184,11 @@ class Caller:
 
 def caller(ctx: Context) -> Caller:
     request = ctx.request_context.request
-    return Caller(runtime=request.app.state.runtime, entity=request.state.entity)
+    return Caller(
+        runtime=request.app.state.runtime,
+        entity=request.state.entity,
+        store=request.path_params.get("store"),
+    )
 
 
 @contextmanager
@@ -196,6 +202,8 @@ def tool_errors() -> Iterator[None]:
         raise ToolError(f"invalid input: {exc}") from None
     except NotFound as exc:
         raise ToolError(f"not found: {exc}") from None
+    except Forbidden as exc:
+        raise ToolError(f"forbidden: {exc}") from None
     except Conflict as exc:
         raise ToolError(f"conflict: {exc}") from None
     except Unavailable as exc:

@@ -31,11 +31,14 @@ PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
 def mount(app: FastAPI, host: str) -> Callable[[], AsyncIterator[None]]:
     """Add a route per profile; return the lifespan that runs their session managers."""
     servers = []
-    for path, build in PROFILES.values():
+    for name, (path, build) in PROFILES.items():
         server = build()
         server.streamable_http_app(stateless_http=True, json_response=True, host=host)
         endpoint = BearerEntity(StreamableHTTPASGIApp(server.session_manager))
         app.router.routes.append(Route(path, endpoint, methods=["GET", "POST", "DELETE"]))
+        if name == "shared-memory":  # one shared store of the caller's, by its name
+            store_path = path + "/{store}"
+            app.router.routes.append(Route(store_path, endpoint, methods=["GET", "POST", "DELETE"]))
         servers.append(server)
 
     @asynccontextmanager

@@ -1,5 +1,10 @@
 """The `/mcp/shared-memory` profile: the shared-memory seed's five tools (seed 004),
-exactly, over the entity's own memory (engine/contracts/shared_memory.py says what the store is).
+exactly, over a shared store the caller's entity is a member of
+(engine/contracts/stores.py and shared_memory.py say what a store is). Never the
+entity's private memory: that stays behind /mcp.
+
+Which store: the one the path names (`/mcp/shared-memory/STORE`), else the `store`
+argument, else the entity's only one.
 """
 
 from __future__ import annotations
@@ -10,16 +15,32 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from engine.contracts import shared_memory as memories
-from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, Profile, caller, tool_errors
+from engine.contracts import stores
+from engine.contracts.stores import Access
+from engine.store.errors import InputError
+from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, Caller, Profile, caller, tool_errors
 
-INSTRUCTIONS = """Semantic memory you search on demand: "what did we decide about X?" returns
-the relevant past chunk. memory_search first; memory_add what is worth keeping;
-memory_update corrects a memory in place; memory_forget is a dry run unless you say
-dry_run=false. Every memory here is yours: agent is always your own name."""
+INSTRUCTIONS = """Semantic memory shared by several agents: "what did we decide about X?"
+returns the relevant past chunk, whoever wrote it. memory_search first; memory_add what
+is worth keeping; memory_update corrects a memory you wrote, in place; memory_forget is a
+dry run unless you say dry_run=false. Each memory records who wrote it."""
 
+Store = Annotated[
+    str | None,
+    Field(
+        description="Which shared store, when you are a member of several (or use the path"
+        " /mcp/shared-memory/STORE)."
+    ),
+]
 
 profile = Profile("shared-memory", INSTRUCTIONS)
 build = profile.build
+
+
+def _access(me: Caller, store: str | None) -> Access:
+    if store is not None and me.store is not None and store != me.store:
+        raise InputError.of("store", f"the path names the store {me.store!r}; leave store out")
+    return stores.access(me.db, me.entity, store or me.store)
 
 
 @profile.tool(annotations=READ)
@@ -28,33 +49,33 @@ def memory_search(
     query: Annotated[str, Field(description="What you want to recall, in words.")],
     top_k: Annotated[int, Field(description="How many chunks, 1-100.")] = 5,
     agent_filter: Annotated[
-        str | None, Field(description="Only this agent's chunks: yours are all of them.")
+        str | None, Field(description="Only chunks with this agent label (metadata.agent).")
     ] = None,
     source_filter: Annotated[
         str | None,
-        Field(
-            description="Only this source: sessions (raw turns), markdown (files), or a"
-            " fragment category such as manual."
-        ),
+        Field(description="Only this source (metadata.source): manual, markdown, ..."),
     ] = None,
     since: Annotated[
         str | None, Field(description="ISO timestamp or date: only chunks from then on.")
     ] = None,
-) -> dict:
-    """Search your memory by meaning: notes and fragments, your files (word-photos,
-    MEMORY.md, documents) and your conversation turns, one ranking. Filters apply
-    before ranking, so a narrow window still finds what is inside it. Returns
-    results [{id, text, metadata, score}], best first; metadata has agent (you),
-    source, kind, timestamp. Ids of memories you added can be passed to
-    memory_update and memory_forget; `file:` and `turn:` ids are read-only. An
-    agent_filter naming another agent matches nothing: no other agent's memory is
-    reachable here."""
+    store: Store = None,
+) -> list[dict]:
+    """Search the shared store by meaning and by words, one ranking (exact identifiers
+    such as ABC-123 count extra). Filters apply before ranking, so a narrow window
+    still finds what is inside it. Returns [{id, text, metadata, score}], best first;
+    metadata has agent (a label), source, kind, timestamp, tags and written_by (the
+    member who wrote it, recorded from its token)."""
     me = caller(ctx)
     with tool_errors():
-        found = memories.search_memories(
-            me.runtime.index, me.entity, query, top_k, agent_filter, source_filter, since
+        ask = memories.SearchIn(
+            query=query,
+            top_k=top_k,
+            agent_filter=agent_filter,
+            source_filter=source_filter,
+            since=since,
         )
-    return {"results": [memory.model_dump() for memory in found]}
+        found = memories.search_memories(me.runtime.index, _access(me, store), ask)
+    return [memory.model_dump() for memory in found]
 
 
 @profile.tool(annotations=WRITE)
@@ -64,46 +85,53 @@ def memory_add(
     metadata: Annotated[
         dict[str, Any] | None,
         Field(
-            description="Optional fields kept with it: source (its bucket, default"
-            " manual), timestamp (ISO, default now), tags (list), kind (note, doc, ...),"
-            " superseded (true ranks it lower), and any others you want back."
+            description="Optional fields kept with it: agent (a label, default your name),"
+            " source (its bucket, default manual), timestamp (ISO, default now), tags"
+            " (list), kind (note, doc, ...), superseded (true ranks it lower), and any"
+            " others you want back. written_by is recorded from your token, never given."
         ),
     ] = None,
-) -> dict:
-    """Add a memory: a new markdown file in your own home
-    (.brain/fragments/<source>/<YYYY-MM>/...), searchable as soon as this returns.
-    Use it for something new; to change an existing memory use memory_update.
-    Returns the new memory's id (keep it to update or forget it), its path and its
-    metadata."""
+    store: Store = None,
+) -> str:
+    """Add an ad-hoc memory chunk to the shared store, searchable by every member as
+    soon as this returns, recorded as written by you. Use it for something new; to
+    change an existing memory use memory_update. Returns the new chunk's id (keep it
+    to update or forget it)."""
     me = caller(ctx)
     with tool_errors():
-        return memories.add(me.runtime.index, me.entity, text, metadata).model_dump()
+        new = memories.AddIn(text=text, metadata=metadata)
+        return memories.add(me.runtime.index, _access(me, store), new).id
 
 
 @profile.tool(annotations=UPSERT)
 def memory_update(
     ctx: Context,
-    id: Annotated[str, Field(description="The memory's id, from memory_search or memory_add.")],
-    text: Annotated[str | None, Field(description="New text; leave out to keep the text.")] = None,
+    id: Annotated[str, Field(description='chunk id (memory_search returns it in "id")')],
+    text: Annotated[
+        str | None, Field(description="new text; the embedding is recomputed when given")
+    ] = None,
     metadata: Annotated[
         dict[str, Any] | None,
         Field(
-            description="Fields to change, merged into the metadata (a field set to null"
-            " is removed); source cannot change."
+            description="metadata fields to change (merged unless replace_metadata; a field"
+            " set to null is removed); source cannot change"
         ),
     ] = None,
     replace_metadata: Annotated[
-        bool, Field(description="Replace your metadata fields wholesale instead of merging.")
+        bool, Field(description="replace metadata wholesale instead of merging")
     ] = False,
+    store: Store = None,
 ) -> dict:
-    """Correct an existing memory in place: its file is rewritten and re-indexed, and
-    the id is kept, so references to it stay valid. An unknown id is an error, never
-    a new memory. Returns {id, changed, metadata}; changed is false when nothing
-    differed. Only memories kept as fragments (ids without `file:` or `turn:`) change
-    here."""
+    """Update an existing memory chunk in place; the id is kept, so references to it
+    stay valid. An unknown id raises, so a typo never silently turns into a new chunk.
+    Only the member who wrote a memory changes it (every member, in a store created
+    with --members-edit). Returns {id, changed, metadata}."""
     me = caller(ctx)
     with tool_errors():
-        updated = memories.update(me.runtime.index, me.entity, id, text, metadata, replace_metadata)
+        change = memories.UpdateIn(
+            id=id, text=text, metadata=metadata, replace_metadata=replace_metadata
+        )
+        updated = memories.update(me.runtime.index, _access(me, store), change)
     return updated.model_dump()
 
 
@@ -111,41 +139,47 @@ def memory_update(
 def memory_forget(
     ctx: Context,
     ids: Annotated[
-        list[str] | None, Field(description="Memories to delete (memory_search gives ids).")
+        list[str] | None, Field(description="specific chunks (memory_search returns ids)")
     ] = None,
     agent_filter: Annotated[
-        str | None, Field(description="Everything of this agent (only you are here).")
+        str | None, Field(description="everything with this agent label")
     ] = None,
-    source_filter: Annotated[
-        str | None, Field(description="Everything of this source (a fragment category).")
-    ] = None,
+    source_filter: Annotated[str | None, Field(description="everything from this source")] = None,
     dry_run: Annotated[
-        bool, Field(description="True (default): only report what would be deleted.")
+        bool, Field(description="True (default) only reports what would be deleted")
     ] = True,
     expect_count: Annotated[
-        int | None,
-        Field(description="Required to delete by filter: the number of matches you expect."),
+        int | None, Field(description="required for filter deletes with dry_run=False")
     ] = None,
+    store: Store = None,
 ) -> dict:
-    """Delete memories by id or by agent/source filter. Deletion is irreversible (the
-    files are removed), so there are safety catches: dry_run is on by default and
-    only reports; deleting by filter needs expect_count equal to the number of
-    matches (a wrong count deletes nothing); a call with no ids and no filter is
-    refused; an unknown id fails the whole call. Your raw turns and your other files
-    (word-photos, MEMORY.md, documents) are never deleted here. Returns {matched,
+    """Delete memory chunks by explicit ids or by agent/source filter.
+
+    Deletion is irreversible, so there are two safety catches: dry_run is on by
+    default, and deleting by filter requires expect_count equal to the number of
+    matches, so an over-broad filter cannot wipe the collection by mistake. A call
+    with no ids and no filters is refused; an unknown id, or one another member
+    wrote, fails the whole call. A filter matches only the memories you may delete:
+    yours (every one in a store created with --members-edit). Returns {matched,
     deleted, dry_run, sample}."""
     me = caller(ctx)
     with tool_errors():
-        forgotten = memories.forget(
-            me.runtime.index, me.entity, ids, agent_filter, source_filter, dry_run, expect_count
+        ask = memories.ForgetIn(
+            ids=ids,
+            agent_filter=agent_filter,
+            source_filter=source_filter,
+            dry_run=dry_run,
+            expect_count=expect_count,
         )
+        forgotten = memories.forget(me.runtime.index, _access(me, store), ask)
     return forgotten.model_dump()
 
 
 @profile.tool(annotations=READ)
-def memory_stats(ctx: Context) -> dict:
-    """How big your memory is: total chunks search ranks, by agent (you) and by
-    source (sessions, markdown, and each fragment category), plus the collection
-    (your name) and the backend."""
+def memory_stats(ctx: Context, store: Store = None) -> dict:
+    """Return collection statistics: total memories, by agent label and by source, the
+    collection (the store's name), the backend, the members, and members_edit
+    (whether members may change each other's memories)."""
     me = caller(ctx)
-    return memories.stats(me.runtime.index, me.entity).model_dump()
+    with tool_errors():
+        return memories.stats(me.runtime.index, _access(me, store)).model_dump()

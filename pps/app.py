@@ -20,6 +20,7 @@ from engine.store.errors import (
     BadUpstream,
     Conflict,
     FieldProblem,
+    Forbidden,
     InputError,
     NotFound,
     Unavailable,
@@ -38,6 +39,7 @@ from pps.rest import (
     queue,
     recall,
     search,
+    shared,
     summaries,
     texture,
 )
@@ -92,6 +94,8 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
     app.include_router(anchors.router)
     app.include_router(fragments.router)
     app.include_router(files.router)
+    app.include_router(shared.router)
+    app.include_router(shared.operator)
     serving_mcp = mcp_mount(app, settings.host)
     return app
 
@@ -117,6 +121,10 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound):
         return problem_response(404, "not_found", [FieldProblem(exc.field, str(exc))])
+
+    @app.exception_handler(Forbidden)
+    async def forbidden(request: Request, exc: Forbidden):
+        return problem_response(403, "forbidden", [FieldProblem(exc.field, str(exc))])
 
     @app.exception_handler(Conflict)
     async def conflict(request: Request, exc: Conflict):

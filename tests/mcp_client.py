@@ -31,9 +31,14 @@ def session(url: str, token: str | None, script: Callable[[Client], Any]) -> Any
 
 
 async def call(client: Client, tool: str, **arguments) -> Any:
-    """Call a tool; return its JSON answer, or raise ToolFailed with the error text."""
+    """Call a tool; return its JSON answer, or raise ToolFailed with the error text. A
+    tool answering a list or a string (the shared-memory seed's memory_search and
+    memory_add) has it in its structured content's `result`."""
     result = await client.call_tool(tool, arguments)
     text = "\n".join(part.text for part in result.content if hasattr(part, "text"))
     if result.is_error:
         raise ToolFailed(text)
+    structured = result.structured_content
+    if isinstance(structured, dict) and set(structured) == {"result"}:
+        return structured["result"]
     return json.loads(text) if text else None

@@ -302,13 +302,24 @@ def test_openclaw_bad_arguments_are_tool_errors_naming_the_field(mcp, tool, argu
 
 
 # --- shared-memory -----------------------------------------------------------------------
+# Over a shared store (tests/test_shared_stores.py has members, writers and outsiders).
+
+
+def member(server, client) -> str:
+    """Put the entity in a store of its own; return the store's name."""
+    store = f"store-{client.entity}"
+    server.pps("shared", "create", store)
+    server.pps("shared", "add", store, client.entity)
+    return store
+
+
+def stored(server, store: str, memory_id: str):
+    return server.data_dir / "shared" / store / ".brain/fragments" / memory_id
 
 
 def test_shared_memory_add_search_update_stats(server, mcp, make_client):
     client = make_client()
-    client.post(
-        "/v1/events", json={"content": "Ticket ABC-123 is about the login bug.", "channel": "chat"}
-    ).raise_for_status()
+    store = member(server, client)
 
     async def script(session_):
         added = await call(
@@ -320,89 +331,61 @@ def test_shared_memory_add_search_update_stats(server, mcp, make_client):
             text="We chose Postgres over MySQL for the billing service.",
             metadata={"source": "decisions", "tags": ["db"], "owner": "ops", "kind": "decision"},
         )
+        ticket = await call(session_, "memory_add", text="Ticket ABC-123 is about the login bug.")
         found = await call(session_, "memory_search", query="when is the beta released?")
         decisions = await call(
             session_, "memory_search", query="database", source_filter="decisions"
         )
         mine = await call(session_, "memory_search", query="beta", agent_filter=client.entity)
         theirs = await call(session_, "memory_search", query="beta", agent_filter="someone-else")
-        turns = await call(session_, "memory_search", query="ABC-123", source_filter="sessions")
+        exact = await call(session_, "memory_search", query="ABC-123", top_k=1)
         later = await call(session_, "memory_search", query="beta", since="2999-01-01T00:00:00Z")
         updated = await call(
             session_,
             "memory_update",
-            id=added["id"],
+            id=added,
             text="Release: the beta moved to Monday.",
             metadata={"tags": ["release"]},
         )
-        same = await call(session_, "memory_update", id=added["id"], metadata={"tags": ["release"]})
+        same = await call(session_, "memory_update", id=added, metadata={"tags": ["release"]})
         after = await call(session_, "memory_search", query="when is the beta released?")
         merged = await call(
-            session_, "memory_update", id=decision["id"], metadata={"owner": None, "team": "db"}
+            session_, "memory_update", id=decision, metadata={"owner": None, "team": "db"}
         )
         replaced = await call(
             session_,
             "memory_update",
-            id=decision["id"],
+            id=decision,
             metadata={"reviewed": True},
             replace_metadata=True,
         )
         stats = await call(session_, "memory_stats")
-        return (
-            added,
-            decision,
-            found,
-            decisions,
-            mine,
-            theirs,
-            turns,
-            later,
-            updated,
-            same,
-            after,
-            merged,
-            replaced,
-            stats,
-        )
+        return (added, decision, ticket, found, decisions, mine, theirs, exact, later, updated,
+                same, after, merged, replaced, stats)  # fmt: skip
 
-    (
-        added,
-        decision,
-        found,
-        decisions,
-        mine,
-        theirs,
-        turns,
-        later,
-        updated,
-        same,
-        after,
-        merged,
-        replaced,
-        stats,
-    ) = mcp("shared-memory", script, client)
-    assert added["path"].startswith(".brain/fragments/manual/") and added["id"] in added["path"]
-    assert (home(server, client) / added["path"]).is_file()
-    assert decision["path"].startswith(".brain/fragments/decisions/")
-    top = found["results"][0]
-    assert top["id"] == added["id"] and "beta on Friday" in top["text"]
+    (added, decision, ticket, found, decisions, mine, theirs, exact, later, updated,
+     same, after, merged, replaced, stats) = mcp("shared-memory", script, client)  # fmt: skip
+    assert added.startswith("manual/") and stored(server, store, added).is_file()
+    assert decision.startswith("decisions/")
+    top = found[0]
+    assert top["id"] == added and "beta on Friday" in top["text"]
     assert top["metadata"]["agent"] == client.entity
+    assert top["metadata"]["written_by"] == client.entity
     assert top["metadata"]["source"] == "manual" and top["metadata"]["kind"] == "note"
     assert top["metadata"]["timestamp"].endswith("Z") and 0 < top["score"] <= 1
-    assert [r["id"] for r in decisions["results"]] == [decision["id"]]
-    assert decisions["results"][0]["metadata"]["owner"] == "ops"
-    assert decisions["results"][0]["metadata"]["kind"] == "decision"
-    assert mine["results"] and theirs["results"] == [] and later["results"] == []
-    turn = turns["results"][0]
-    assert turn["id"].startswith("turn:") and turn["metadata"]["source"] == "sessions"
+    assert [r["id"] for r in decisions] == [decision]
+    assert decisions[0]["metadata"]["owner"] == "ops"
+    assert decisions[0]["metadata"]["kind"] == "decision"
+    assert mine and theirs == [] and later == []
+    assert exact[0]["id"] == ticket
 
-    assert updated == {**updated, "id": added["id"], "changed": True}
+    assert updated == {**updated, "id": added, "changed": True}
     assert updated["metadata"]["tags"] == ["release"]
     assert same["changed"] is False
-    assert after["results"][0]["id"] == added["id"]
-    assert "Monday" in after["results"][0]["text"]
-    assert all("Friday" not in r["text"] for r in after["results"])
-    on_disk = (home(server, client) / added["path"]).read_text()
+    assert after[0]["id"] == added
+    assert "Monday" in after[0]["text"]
+    assert all("Friday" not in r["text"] for r in after)
+    on_disk = stored(server, store, added).read_text()
     assert "Monday" in on_disk and "Friday" not in on_disk
     assert merged["metadata"]["team"] == "db" and "owner" not in merged["metadata"]
     assert merged["metadata"]["tags"] == ["db"]
@@ -410,14 +393,19 @@ def test_shared_memory_add_search_update_stats(server, mcp, make_client):
     assert "team" not in replaced["metadata"] and replaced["metadata"]["tags"] == []
     assert replaced["metadata"]["source"] == "decisions"
 
-    assert stats["by_agent"] == {client.entity: stats["total"]}
-    assert stats["by_source"]["manual"] >= 1 and stats["by_source"]["decisions"] >= 1
-    assert stats["by_source"]["sessions"] == 1
-    assert stats["collection"] == client.entity
+    assert stats == {
+        **stats,
+        "total": 3,
+        "by_agent": {client.entity: 3},
+        "by_source": {"decisions": 1, "manual": 2},
+        "collection": store,
+        "backend": "pps",
+    }
 
 
 def test_shared_memory_since_is_applied_to_the_moment(server, mcp, make_client):
     client = make_client()
+    store = member(server, client)
 
     async def script(session_):
         added = await call(
@@ -433,39 +421,37 @@ def test_shared_memory_since_is_applied_to_the_moment(server, mcp, make_client):
         return added, found
 
     added, found = mcp("shared-memory", script, client)
-    assert added["path"].startswith(".brain/fragments/manual/2026-05/2026-05-01_the-plumber")
-    assert added["metadata"]["timestamp"] == "2026-05-01T08:00:00.000000Z"
-    assert [r["id"] for r in found["2026-05-01T07:59:00Z"]["results"]] == [added["id"]]
-    assert found["2026-05-01T08:01:00Z"]["results"] == []
-    assert [r["id"] for r in found["2026-05-01"]["results"]] == [added["id"]]
+    assert added.startswith("manual/2026-05/2026-05-01_the-plumber")
+    assert stored(server, store, added).is_file()
+    assert found["2026-05-01T07:59:00Z"][0]["metadata"]["timestamp"] == (
+        "2026-05-01T08:00:00.000000Z"
+    )
+    assert [r["id"] for r in found["2026-05-01T07:59:00Z"]] == [added]
+    assert found["2026-05-01T08:01:00Z"] == []
+    assert [r["id"] for r in found["2026-05-01"]] == [added]
 
 
 def test_shared_memory_forget_has_its_safety_catches(server, mcp, make_client):
     client = make_client()
+    store = member(server, client)
 
     async def script(session_):
         ids = [
-            (
-                await call(
-                    session_,
-                    "memory_add",
-                    text=f"Scratch note {n} about the kettle.",
-                    metadata={"source": "scratch"},
-                )
-            )["id"]
+            await call(
+                session_,
+                "memory_add",
+                text=f"Scratch note {n} about the kettle.",
+                metadata={"source": "scratch"},
+            )
             for n in range(3)
         ]
-        keep = (await call(session_, "memory_add", text="Keep: the kettle descaler recipe."))["id"]
+        keep = await call(session_, "memory_add", text="Keep: the kettle descaler recipe.")
         errors = {}
         for name, arguments in {
             "nothing": {},
             "no count": {"source_filter": "scratch", "dry_run": False},
             "wrong count": {"source_filter": "scratch", "dry_run": False, "expect_count": 2},
-            "sessions": {"source_filter": "sessions", "dry_run": False, "expect_count": 0},
-            "files": {"source_filter": "markdown"},
             "unknown id": {"ids": [ids[0], "manual/2020-01/nope.md"], "dry_run": False},
-            "turn id": {"ids": ["turn:abc"], "dry_run": False},
-            "file id": {"ids": ["file:MEMORY.md#L1-L3"], "dry_run": False},
             "escape": {"ids": ["../../../pps.sqlite3"], "dry_run": False},
         }.items():
             with pytest.raises(ToolFailed) as failed:
@@ -494,66 +480,19 @@ def test_shared_memory_forget_has_its_safety_catches(server, mcp, make_client):
     assert "refused" in errors["nothing"]
     assert "expect_count=3" in errors["no count"]
     assert "is 2 but 3 match" in errors["wrong count"]
-    assert "never deleted" in errors["sessions"]
-    assert "files" in errors["files"]
     assert "not found" in errors["unknown id"] and "nope" in errors["unknown id"]
-    assert "raw turn" in errors["turn id"]
-    assert "MEMORY.md" in errors["file id"]
-    assert "'..'" in errors["escape"]
+    assert "not found" in errors["escape"]
     # Nothing above deleted anything.
     assert dry == {**dry, "matched": 3, "deleted": 0, "dry_run": True}
     assert sorted(s["id"] for s in dry["sample"]) == sorted(ids)
     assert dry_ids["matched"] == 1 and dry_ids["deleted"] == 0
-    assert len([r for r in still["results"] if r["id"] in ids]) == 3
+    assert len([r for r in still if r["id"] in ids]) == 3
     assert nobody["matched"] == 0 and nobody["deleted"] == 0
 
     assert gone == {**gone, "matched": 3, "deleted": 3, "dry_run": False}
     assert by_id["deleted"] == 1
-    assert left["results"] == []
-    assert not list((home(server, client) / ".brain/fragments/scratch").rglob("*.md"))
-
-
-def test_shared_memory_never_reaches_another_entity(server, mcp, make_client):
-    owner, other = make_client(), make_client()
-    planted = calling(
-        "shared-memory",
-        mcp,
-        owner,
-        "memory_add",
-        text="The owner's safe combination is 31-4-15.",
-        metadata={"source": "secrets"},
-    )
-
-    async def snoop(session_):
-        errors = []
-        for tool, arguments in [
-            ("memory_update", {"id": planted["id"], "text": "taken over"}),
-            ("memory_forget", {"ids": [planted["id"]], "dry_run": False}),
-            ("memory_update", {"id": f"../../{owner.entity}/{planted['path']}", "text": "x"}),
-            ("memory_add", {"text": "x", "metadata": {"agent": owner.entity}}),
-        ]:
-            with pytest.raises(ToolFailed) as failed:
-                await call(session_, tool, **arguments)
-            errors.append(str(failed.value))
-        found = await call(session_, "memory_search", query="safe combination 31-4-15")
-        by_filter = await call(
-            session_,
-            "memory_forget",
-            source_filter="secrets",
-            agent_filter=owner.entity,
-            dry_run=False,
-            expect_count=0,
-        )
-        stats = await call(session_, "memory_stats")
-        return errors, found, by_filter, stats
-
-    errors, found, by_filter, stats = mcp("shared-memory", snoop, other)
-    assert "not found" in errors[0] and "not found" in errors[1]
-    assert "'..'" in errors[2] and "agent" in errors[3]
-    assert found["results"] == [] and by_filter["matched"] == 0
-    assert stats["total"] == 0 and stats["by_agent"] == {other.entity: 0}
-    on_disk = (home(server, owner) / planted["path"]).read_text()
-    assert "31-4-15" in on_disk and "taken over" not in on_disk
+    assert left == []
+    assert not list((server.data_dir / "shared" / store).rglob("*.md"))
 
 
 @pytest.mark.parametrize(
@@ -565,32 +504,39 @@ def test_shared_memory_never_reaches_another_entity(server, mcp, make_client):
         ("memory_search", {"query": "x", "source_filter": "Not A Source!"}, "source_filter"),
         ("memory_search", {"query": ""}, "query"),
         ("memory_add", {"text": ""}, "text"),
-        ("memory_add", {"text": "x", "metadata": {"source": "sessions"}}, "reserved"),
+        ("memory_add", {"text": "x", "metadata": {"source": "markdown"}}, "indexer"),
         ("memory_add", {"text": "x", "metadata": {"category": "work"}}, "use source"),
         ("memory_add", {"text": "x", "metadata": {"timestamp": "soon"}}, "timestamp"),
         ("memory_add", {"text": "x", "metadata": {"tags": "one,two"}}, "tags"),
         ("memory_add", {"text": "x", "metadata": {"bad key!": 1}}, "bad key!"),
+        ("memory_add", {"text": "x", "metadata": {"agent": "Not A Label"}}, "metadata.agent"),
+        ("memory_add", {"text": "x", "metadata": {"written_by": "x"}}, "metadata.written_by"),
         ("memory_update", {"id": "manual/2020-01/none.md", "text": "x"}, "not found"),
-        ("memory_update", {"id": "turn:abc", "text": "x"}, "raw turn"),
-        ("memory_update", {"id": "/etc/passwd", "text": "x"}, "absolute"),
+        ("memory_update", {"id": "turn:abc", "text": "x"}, "not found"),
+        ("memory_update", {"id": "/etc/passwd", "text": "x"}, "not found"),
         ("memory_update", {"id": "manual/x.md"}, "nothing to change"),
         ("memory_forget", {"expect_count": -1, "ids": ["x"]}, "expect_count"),
     ],
 )
-def test_shared_memory_bad_arguments_are_tool_errors_naming_the_field(mcp, tool, arguments, words):
-    assert words in failure("shared-memory", mcp, tool, **arguments)
+def test_shared_memory_bad_arguments_are_tool_errors_naming_the_field(
+    server, mcp, make_client, tool, arguments, words
+):
+    client = make_client()
+    member(server, client)
+    assert words in failure("shared-memory", mcp, tool, client, **arguments)
 
 
 def test_shared_memory_source_cannot_change_and_the_file_stays(server, mcp, make_client):
     client = make_client()
+    store = member(server, client)
     added = calling("shared-memory", mcp, client, "memory_add", text="A note on tea.")
     error = failure(
         "shared-memory",
         mcp,
         "memory_update",
         client,
-        id=added["id"],
+        id=added,
         metadata={"source": "drinks"},
     )
     assert "metadata.source" in error and "cannot" in error
-    assert "A note on tea." in (home(server, client) / added["path"]).read_text()
+    assert "A note on tea." in stored(server, store, added).read_text()

@@ -112,6 +112,9 @@ def test_each_profile_through_the_relay(
 ):
     client = make_client()
     write(server, client, "MEMORY.md", "over stdio\n")
+    if profile == "shared-memory":  # a member of a store
+        server.pps("shared", "create", f"relay-{client.entity}")
+        server.pps("shared", "add", f"relay-{client.entity}", client.entity)
     token_file = tmp_path / "token"
     token_file.write_text(token_of(client))
     options = ["--profile", profile, "--url", server.url, "--token-file", str(token_file)]
@@ -139,8 +142,53 @@ def test_each_profile_through_the_relay(
         assert [e["content"] for e in events] == ["over stdio"]
     elif tool == "memory_get":
         assert answer["text"] == "over stdio"
+    elif tool == "memory_add":
+        store = server.data_dir / "shared" / f"relay-{client.entity}"
+        assert "over stdio" in (store / ".brain/fragments" / answer).read_text()
     else:
         assert "over stdio" in (home(server, client) / answer["path"]).read_text()
+
+
+def test_the_relay_serves_one_shared_store_of_several(server, make_client):
+    alice, bob = make_client(), make_client()
+    for store in ("relay-first", "relay-second"):
+        server.pps("shared", "create", store)
+        server.pps("shared", "add", store, alice.entity)
+    server.pps("shared", "add", "relay-second", bob.entity)
+
+    def relayed(client, *options):
+        params = StdioServerParameters(
+            command=PPS_MCP[0],
+            args=[*PPS_MCP[1:], "--profile", "shared-memory", "--url", server.url, *options],
+            env={**os.environ, "PPS_TOKEN": token_of(client), "PPS_TOKEN_FILE": ""},
+        )
+
+        async def run():
+            async with Client(params) as relay:
+                added = await call(relay, "memory_add", text="Bob's note on the relay.")
+                return added, await call(relay, "memory_stats")
+
+        return asyncio.run(run())
+
+    added, stats = relayed(bob)  # its only store
+    assert stats["collection"] == "relay-second" and stats["total"] == 1
+
+    async def search(relay):
+        return await call(relay, "memory_search", query="note on the relay")
+
+    params = StdioServerParameters(
+        command=PPS_MCP[0],
+        args=[*PPS_MCP[1:], "--profile", "shared-memory", "--url", server.url,
+              "--store", "relay-second"],
+        env={**os.environ, "PPS_TOKEN": token_of(alice), "PPS_TOKEN_FILE": ""},
+    )  # fmt: skip
+
+    async def run():
+        async with Client(params) as relay:
+            return await search(relay)
+
+    found = asyncio.run(run())
+    assert found[0]["id"] == added and found[0]["metadata"]["written_by"] == bob.entity
 
 
 # --- raw JSON-RPC on the pipes ------------------------------------------------------------

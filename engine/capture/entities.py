@@ -17,6 +17,10 @@ from engine.store.errors import Conflict, InputError, NotFound
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 TOKEN_PREFIX = "pps_"
+OPERATOR_PREFIX = "ppsop_"
+RESERVED = ":"
+"""Index keys that are not entities (a shared store's `shared:<name>`) hold this; no
+entity name can."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,10 @@ def rotate(db: Database, name: str) -> str:
 
 
 def list_all(db: Database) -> list[Entity]:
-    rows = db.conn.execute("SELECT name, created_at, rotated_at FROM entities ORDER BY name")
+    rows = db.conn.execute(
+        "SELECT name, created_at, rotated_at FROM entities WHERE instr(name, ?) = 0 ORDER BY name",
+        (RESERVED,),
+    )
     return [Entity(**row) for row in rows]
 
 
@@ -79,8 +86,30 @@ def authenticate(db: Database, token: str) -> str | None:
     return row["name"] if row else None
 
 
-def _new_token() -> str:
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+def rotate_operator(db: Database) -> str:
+    """Make the operator's token (the one credential for operator acts over REST, such
+    as adding a member to a shared store), replacing any before it; return it."""
+    token = _new_token(OPERATOR_PREFIX)
+    with db.write() as conn:
+        conn.execute(
+            "INSERT INTO operator_tokens (id, token_hash, created_at) VALUES (1, ?, ?)"
+            " ON CONFLICT (id) DO UPDATE SET token_hash = excluded.token_hash,"
+            " created_at = excluded.created_at",
+            (_hash(token), timestamps.now()),
+        )
+    return token
+
+
+def is_operator(db: Database, token: str) -> bool:
+    """Whether the token is the operator's."""
+    if not token.startswith(OPERATOR_PREFIX):
+        return False
+    row = db.conn.execute("SELECT token_hash FROM operator_tokens WHERE id = 1").fetchone()
+    return row is not None and secrets.compare_digest(row[0], _hash(token))
+
+
+def _new_token(prefix: str = TOKEN_PREFIX) -> str:
+    return prefix + secrets.token_urlsafe(32)
 
 
 def _hash(token: str) -> str:

@@ -1,33 +1,40 @@
-"""The shared-memory seed's store over one entity's memory: memory_search, memory_add,
-memory_update, memory_forget and memory_stats, each chunk as `{id, text, metadata, score}`.
+"""The shared-memory seed's five tools over a shared store (engine/contracts/stores.py):
+memory_search, memory_add, memory_update, memory_forget and memory_stats, each memory
+as `{id, text, metadata, score}`, and the seed's folder indexer.
 
-The store is everything search ranks for the entity, and the files stay the memory:
-- A fragment, `.brain/fragments/<category>/<YYYY-MM>/<date>_<slug>.md`, is a memory of
-  its own. Its id is its path inside the fragments folder
-  (`manual/2026-11/2026-11-30_ship-the-beta.md`), its source is its category.
-  memory_add writes one (source `manual` unless the metadata names another; Word
-  Walker's store writes the same files), memory_update rewrites it in place, so the id
-  is kept, and memory_forget deletes the file. Each is indexed before the call returns.
-- Any other file chunk (word-photos, MEMORY.md, memory/, documents) has source
-  `markdown` and the id `file:<path>#L<start>-L<end>`; a raw turn has source `sessions`
-  and the id `turn:<event_uid>`. Both are found but never changed here: files are
-  edited as files, and raw capture is permanent.
-Every chunk's agent is the entity. An agent filter naming anyone else matches nothing,
-as a filter on a value no chunk has would; an id is looked up in the entity's own home
-only, so another entity's ids are never found.
+Every memory of a store is a fragment file in the store's home,
+`.brain/fragments/<source>/<YYYY-MM>/<date>_<slug>.md`; its id is its path inside the
+fragments folder (`manual/2026-11/2026-11-30_ship-the-beta.md`), its source its category
+folder. memory_add writes one, memory_update rewrites it in place (the id is kept),
+memory_forget deletes it; each is indexed before the call returns, and search ranks the
+store exactly as it ranks an entity's memory (engine/search/hybrid.py).
+
+Who wrote a memory is recorded in the database from the caller's token
+(`shared_memories.written_by`): no metadata can set or change it. `metadata.agent` is a
+label the caller may set (default: its own name), as the seed's indexer labels its
+chunks `notes`; agent_filter and by_agent read the label. A member changes and deletes
+only what it wrote, unless the store was created with --members-edit. The folder
+indexer writes as the operator, under source `markdown` (which members cannot use), one
+memory per file, `markdown/<agent>/<path in the folder>`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import re
 import uuid
 from datetime import date, datetime
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
+from engine.capture import entities
+from engine.contracts import stores
+from engine.contracts.stores import Access
 from engine.search import chunks, homes
 from engine.search.fragments import (
     CATEGORY_PATTERN,
@@ -37,13 +44,12 @@ from engine.search.fragments import (
     with_front_matter,
 )
 from engine.search.homes import Home
-from engine.search.hybrid import SearchRequest, SearchResult, search
+from engine.search.hybrid import SearchRequest, search
 from engine.search.index import Index
 from engine.store import timestamps
-from engine.store.errors import InputError, NotFound
+from engine.store.errors import Forbidden, InputError, NotFound
 
-SESSIONS = "sessions"
-FILES = "markdown"
+FOLDER_SOURCE = "markdown"
 DEFAULT_SOURCE = "manual"
 MAX_TOP_K = 100
 MAX_IDS = 1000
@@ -57,9 +63,59 @@ _RESERVED = {
     "created_at": "use timestamp",
     "id": "memory_add gives the id",
     "path": "memory_add chooses the path",
+    "written_by": "recorded from your token; nobody can set it",
+    "updated_by": "recorded from your token; nobody can set it",
+    "updated_at": "recorded by the store",
+    "store": "the store is the one you are calling",
 }
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
-_FILE_KINDS = {"anchor": "note", "memory": "note", "document": "doc", "journal": "doc"}
+_SUFFIXES = (".md", ".markdown")
+
+
+# --- requests (the MCP tools' arguments and the REST bodies) ----------------------------
+
+
+class SearchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(description="What you want to recall, in words.")
+    top_k: int = Field(5, description="How many memories, 1-100.")
+    agent_filter: str | None = Field(None, description="Only memories with this agent label.")
+    source_filter: str | None = Field(None, description="Only memories of this source.")
+    since: str | None = Field(None, description="ISO timestamp or date: only from then on.")
+
+
+class AddIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="The memory, markdown; write it findable.")
+    metadata: dict[str, Any] | None = Field(
+        None,
+        description="agent (a label, default your name), source (default manual), timestamp,"
+        " tags, kind, superseded, and any others you want back.",
+    )
+
+
+class UpdateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="The memory's id, from memory_search or memory_add.")
+    text: str | None = Field(None, description="New text; leave out to keep the text.")
+    metadata: dict[str, Any] | None = Field(None, description="Fields to change (merged).")
+    replace_metadata: bool = Field(False, description="Replace the fields wholesale.")
+
+
+class ForgetIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[str] | None = Field(None, description="Memories to delete.")
+    agent_filter: str | None = Field(None, description="Everything with this agent label.")
+    source_filter: str | None = Field(None, description="Everything of this source.")
+    dry_run: bool = Field(True, description="True (default): only report what would go.")
+    expect_count: int | None = Field(None, description="Required to delete by filter.")
+
+
+# --- answers --------------------------------------------------------------------------
 
 
 class Memory(BaseModel):
@@ -71,7 +127,6 @@ class Memory(BaseModel):
 
 class Added(BaseModel):
     id: str
-    path: str
     metadata: dict[str, Any]
 
 
@@ -94,50 +149,72 @@ class Stats(BaseModel):
     by_source: dict[str, int]
     collection: str
     backend: str
+    members_edit: bool
+    members: list[str]
 
 
-def search_memories(
-    index: Index,
-    entity: str,
-    query: str,
-    top_k: int = 5,
-    agent_filter: str | None = None,
-    source_filter: str | None = None,
-    since: str | None = None,
-) -> list[Memory]:
-    """The best `top_k` chunks for the query, filters applied before ranking (`since`
-    to the day, then to the moment where a chunk has one)."""
-    if not 1 <= top_k <= MAX_TOP_K:
+class Indexed(BaseModel):
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+
+
+# --- the five tools -------------------------------------------------------------------
+
+
+def search_memories(index: Index, access: Access, ask: SearchIn) -> list[Memory]:
+    """The best `top_k` memories for the query. The filters (agent label, source, since
+    to the moment) choose the memories before ranking, so a narrow window on a large
+    store still returns the matches inside it."""
+    if not 1 <= ask.top_k <= MAX_TOP_K:
         raise InputError.of("top_k", f"must be between 1 and {MAX_TOP_K}")
-    moment = _moment("since", since) if since is not None else None
-    kinds, category = _source_scope(index, source_filter, field="source_filter")
+    moment = _moment("since", ask.since) if ask.since is not None else None
+    source = _source_name(ask.source_filter, "source_filter") if ask.source_filter else None
     request = SearchRequest(
-        query=query,
-        limit=min(MAX_TOP_K, 2 * top_k + 10),  # a long fragment may hold several chunks
-        category=category,
-        since=moment[:10] if moment else None,
+        query=ask.query,
+        tiers="shortform",
+        limit=min(MAX_TOP_K, 2 * ask.top_k + 10),  # a long memory may hold several chunks
     )
-    if (agent_filter is not None and agent_filter != entity) or kinds == ():
-        return []
-    home = index.home(entity)
+    files = None
+    if ask.agent_filter is not None or source is not None or moment is not None:
+        chosen = _records(index, access.store, ask.agent_filter, source, moment)
+        if not chosen:
+            return []
+        files = [_path(memory_id) for memory_id in chosen]
+    results = search(index, access.key, request, kinds=("fragment",), files=files).results
+    records = _records(index, access.store, ids=[_id(r.path) for r in results if r.path])
+    home = index.home(access.key)
     memories: dict[str, Memory] = {}
-    for result in search(index, entity, request, kinds=kinds).results:
-        memory = _memory(home, entity, result)
-        if memory is None or memory.id in memories:
+    for result in results:
+        memory_id = _id(result.path) if result.path else None
+        record = records.get(memory_id)
+        if record is None or memory_id in memories:
+            continue  # a file no memory of the store is (put there by hand): not shown
+        try:
+            header, _ = _read(home, _path(memory_id))
+        except (OSError, NotFound):
             continue
-        if moment and _before(memory.metadata.get("timestamp"), moment):
-            continue
-        memories[memory.id] = memory
-        if len(memories) == top_k:
+        metadata = _metadata(record, header)
+        memories[memory_id] = Memory(
+            id=memory_id, text=result.text, metadata=metadata, score=result.score
+        )
+        if len(memories) == ask.top_k:
             break
     return list(memories.values())
 
 
-def add(index: Index, entity: str, text: str, metadata: dict[str, Any] | None) -> Added:
-    """Write a new fragment holding the text and its metadata, indexed at once."""
-    text = check_text("text", text, index.settings.search_max_text_bytes)
-    given = _checked_metadata(entity, metadata or {})
+def add(index: Index, access: Access, new: AddIn) -> Added:
+    """Write a new fragment holding the text and its metadata, recorded as the caller's,
+    indexed at once."""
+    text = check_text("text", new.text, index.settings.search_max_text_bytes)
+    given = _checked_metadata(new.metadata or {})
+    agent = given.pop("agent", None) or access.caller
     source = given.pop("source", DEFAULT_SOURCE)
+    if source == FOLDER_SOURCE:
+        raise InputError.of(
+            "metadata.source", f"{FOLDER_SOURCE!r} is the folder indexer's; choose another"
+        )
     _check_source(index, source, field="metadata.source")
     moment = given.pop("timestamp", None) or timestamps.now()
     header = {
@@ -147,48 +224,51 @@ def add(index: Index, entity: str, text: str, metadata: dict[str, Any] | None) -
         "created_at": moment,
         **{key: value for key, value in given.items() if value is not None},
     }
+    home = index.home(access.key)
     folder = f"{homes.FRAGMENTS}/{source}/{moment[:7]}"
-    home = index.home(entity)
     path = homes.write_new(
         home, folder, f"{moment[:10]}_{slug(text)}", with_front_matter(header, text)
     )
-    index.sync_file(entity, path)
-    return Added(id=_fragment_id(path), path=path, metadata=_metadata(entity, path, header))
+    record = _record_new(access, _id(path), agent, source, moment)
+    _save(index, access.store, record)
+    index.sync_file(access.key, path)
+    return Added(id=record["id"], metadata=_metadata(record, header))
 
 
-def update(
-    index: Index,
-    entity: str,
-    memory_id: str,
-    text: str | None = None,
-    metadata: dict[str, Any] | None = None,
-    replace_metadata: bool = False,
-) -> Updated:
-    """Rewrite a fragment in place with new text and/or metadata (merged, or replacing
-    what the caller set, when `replace_metadata`); the id is kept."""
-    if text is None and metadata is None:
+def update(index: Index, access: Access, change: UpdateIn) -> Updated:
+    """Rewrite a memory in place with new text and/or metadata (merged, or replacing
+    what callers set, when `replace_metadata`); the id and the writer are kept."""
+    if change.text is None and change.metadata is None:
         raise InputError.of("text", "nothing to change: give text, metadata or both")
-    home = index.home(entity)
-    relative = _fragment_path(home, memory_id, field="id")
+    record = _changeable(index, access, [change.id], field="id")[0]
+    memory_id = record["id"]
+    home = index.home(access.key)
+    relative = _path(memory_id)
     header, body = _read(home, relative)
     new_body = (
-        body if text is None else check_text("text", text, index.settings.search_max_text_bytes)
+        body
+        if change.text is None
+        else check_text("text", change.text, index.settings.search_max_text_bytes)
     )
-    new_header = dict(header)
-    if metadata is not None:
-        given = _checked_metadata(entity, metadata)
-        folder = _category(relative)
+    new_header, new_record = dict(header), dict(record)
+    if change.metadata is not None:
+        given = _checked_metadata(change.metadata)
+        folder = record["source"]
         if given.pop("source", folder) != folder:
             raise InputError.of(
                 "metadata.source",
                 f"is {folder!r}, the folder the memory lives in, and cannot change;"
                 " memory_add it with the new source and memory_forget this one",
             )
+        agent = given.pop("agent", None)
+        if agent is not None:
+            new_record["agent"] = agent
         moment = given.pop("timestamp", None)
         kept = {key: header[key] for key in _STORED if key in header} | {"category": folder}
         if moment is not None:
             kept.update(date=moment[:10], created_at=moment)
-        if replace_metadata:
+            new_record["moment"] = moment
+        if change.replace_metadata:
             own = {"tags": given.pop("tags", [])}
         else:
             own = {key: value for key, value in header.items() if key not in _STORED}
@@ -200,156 +280,270 @@ def update(
             else:
                 own[key] = value
         new_header = {**kept, **own}
-    changed = new_header != header or new_body.rstrip() != body.rstrip()
+    changed = (
+        new_header != header
+        or new_body.rstrip() != body.rstrip()
+        or (new_record["agent"], new_record["moment"]) != (record["agent"], record["moment"])
+    )
     if changed:
         _rewrite(home, relative, with_front_matter(new_header, new_body))
-        index.sync_file(entity, relative)
-    return Updated(
-        id=_fragment_id(relative), changed=changed, metadata=_metadata(entity, relative, new_header)
-    )
+        new_record.update(updated_at=timestamps.now(), updated_by=access.caller)
+        _save(index, access.store, new_record)
+        index.sync_file(access.key, relative)
+    return Updated(id=memory_id, changed=changed, metadata=_metadata(new_record, new_header))
 
 
-def forget(
-    index: Index,
-    entity: str,
-    ids: list[str] | None = None,
-    agent_filter: str | None = None,
-    source_filter: str | None = None,
-    dry_run: bool = True,
-    expect_count: int | None = None,
-) -> Forgotten:
-    """Delete fragments by id or by filter, with the seed's safety catches: a dry run
+def forget(index: Index, access: Access, ask: ForgetIn) -> Forgotten:
+    """Delete memories by id or by filter, with the seed's safety catches: a dry run
     unless asked otherwise; a call with no ids and no filter is refused; a delete by
     filter needs expect_count equal to what matched, and a wrong expect_count deletes
-    nothing. Raw turns and other files are never deleted here."""
-    if not ids and agent_filter is None and source_filter is None:
+    nothing. An id another member wrote is refused (nothing deleted); a filter matches
+    only the memories the caller may delete (every one with --members-edit)."""
+    ids = ask.ids
+    if not ids and ask.agent_filter is None and ask.source_filter is None:
         raise InputError.of(
             "ids", "give ids, or agent_filter/source_filter: a call with neither is refused"
         )
-    if expect_count is not None and expect_count < 0:
+    if ask.expect_count is not None and ask.expect_count < 0:
         raise InputError.of("expect_count", "must not be negative")
-    home = index.home(entity)
-    category = None
-    if source_filter is not None:
-        category = _forgettable_source(source_filter)
+    source = _source_name(ask.source_filter, "source_filter") if ask.source_filter else None
     if ids:
         if len(ids) > MAX_IDS:
             raise InputError.of("ids", f"{len(ids)} ids; at most {MAX_IDS} in one call")
-        paths = _id_paths(home, ids)
+        found = _changeable(index, access, ids, field="ids")
+        found = [
+            r
+            for r in found
+            if (ask.agent_filter is None or r["agent"] == ask.agent_filter)
+            and (source is None or r["source"] == source)
+        ]
     else:
-        under = f"{homes.FRAGMENTS}/{category}" if category else homes.FRAGMENTS
-        paths = [s.path for s, _ in home.sources(under=under) if _is_fragment(s)]
-    if agent_filter is not None and agent_filter != entity:
-        paths = []
-    if category is not None:
-        paths = [p for p in paths if _category(p) == category]
-    paths = list(dict.fromkeys(paths))
+        chosen = _records(index, access.store, ask.agent_filter, source)
+        found = [r for r in chosen.values() if access.may_change(r["written_by"])]
+    found = list({r["id"]: r for r in found}.values())
     by_filter = not ids
-    if expect_count is None and by_filter and not dry_run:
+    if ask.expect_count is None and by_filter and not ask.dry_run:
         raise InputError.of(
             "expect_count",
-            f"required to delete by filter: this filter matches {len(paths)}; pass"
-            f" expect_count={len(paths)} to delete them (nothing was deleted)",
+            f"required to delete by filter: this filter matches {len(found)}; pass"
+            f" expect_count={len(found)} to delete them (nothing was deleted)",
         )
-    if expect_count is not None and expect_count != len(paths) and not dry_run:
+    if ask.expect_count is not None and ask.expect_count != len(found) and not ask.dry_run:
         raise InputError.of(
-            "expect_count",
-            f"is {expect_count} but {len(paths)} match; nothing was deleted",
+            "expect_count", f"is {ask.expect_count} but {len(found)} match; nothing was deleted"
         )
-    sample = [_sample(home, entity, path) for path in paths[:SAMPLE]]
+    home = index.home(access.key)
+    sample = [_sample(home, record) for record in found[:SAMPLE]]
     deleted = 0
-    if not dry_run:
-        for path in paths:
-            try:
-                home.path(path).unlink()
-                deleted += 1
-            except FileNotFoundError:
-                pass  # gone meanwhile: not deleted by this call
-            index.sync_file(entity, path)
-    return Forgotten(matched=len(paths), deleted=deleted, dry_run=dry_run, sample=sample)
+    if not ask.dry_run:
+        for record in found:
+            deleted += _delete(index, access, record)
+    return Forgotten(matched=len(found), deleted=deleted, dry_run=ask.dry_run, sample=sample)
 
 
-def stats(index: Index, entity: str) -> Stats:
-    """How many chunks search ranks for the entity, by source (from the index)."""
-    rows = index.db.conn.execute(
-        "SELECT CASE WHEN kind = 'turn' THEN ?"
-        " WHEN kind = 'fragment' AND category IS NOT NULL THEN category ELSE ? END AS source,"
-        " COUNT(*) FROM search_chunks WHERE entity = ? AND growth = 0"
-        " GROUP BY source ORDER BY source",
-        (SESSIONS, FILES, entity),
-    ).fetchall()
-    by_source = {row[0]: row[1] for row in rows}
-    total = sum(by_source.values())
+def stats(index: Index, access: Access) -> Stats:
+    """How many memories the store holds, by agent label and by source; its members
+    and whether they may change each other's memories."""
+    conn = index.db.conn
+
+    def counts(column: str) -> dict[str, int]:
+        rows = conn.execute(
+            f"SELECT {column}, COUNT(*) FROM shared_memories WHERE store = ?"
+            f" GROUP BY {column} ORDER BY {column}",
+            (access.store,),
+        )
+        return {row[0]: row[1] for row in rows}
+
+    by_agent = counts("agent")
+    store = stores.get(index.db, access.store)
     return Stats(
-        total=total,
-        by_agent={entity: total},
-        by_source=by_source,
-        collection=entity,
+        total=sum(by_agent.values()),
+        by_agent=by_agent,
+        by_source=counts("source"),
+        collection=access.store,
         backend="pps",
+        members_edit=store.members_edit,
+        members=store.members,
     )
 
 
-# --- ids, sources, metadata ------------------------------------------------------------
+# --- the folder indexer ---------------------------------------------------------------
 
 
-def _memory(home: Home, entity: str, result: SearchResult) -> Memory | None:
-    common = {"text": result.text, "score": result.score}
-    if result.kind == "turn":
-        metadata = {
-            "agent": entity,
-            "source": SESSIONS,
-            "kind": "transcript",
-            "timestamp": result.created_at,
-            "channel": result.channel,
-            "author": result.author,
-            "event_uid": result.event_uid,
-        }
-        return Memory(id=f"turn:{result.event_uid}", metadata=_present(metadata), **common)
-    if result.path is None:
-        return None
-    if result.kind == "fragment" and _category(result.path):
-        try:
-            header, _ = _read(home, result.path)
-        except (OSError, NotFound):
-            return None
-        return Memory(
-            id=_fragment_id(result.path), metadata=_metadata(entity, result.path, header), **common
-        )
-    metadata = {
-        "agent": entity,
-        "source": FILES,
-        "kind": _FILE_KINDS.get(result.kind, "note"),
-        "timestamp": result.date,
-        "path": result.path,
-        "start_line": result.start_line,
-        "end_line": result.end_line,
-        "tags": result.tags,
+def index_folder(index: Index, access: Access, folder: Path, agent: str) -> Indexed:
+    """`pps shared index DIR --store S --agent LABEL`: each markdown file of the folder
+    as one memory written by the operator, id `markdown/<agent>/<path in the folder>`.
+    Re-runnable: unchanged files are skipped, changed ones rewritten in place, and the
+    memories of files gone from the folder (for the same label) removed."""
+    agent = _agent(agent, "agent")
+    folder = folder.expanduser()
+    if not folder.is_dir():
+        raise NotFound(f"no folder {folder}", field="dir")
+    report = Indexed()
+    home = index.home(access.key)
+    seen: set[str] = set()
+    for directory, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            full = Path(directory) / name
+            if name.startswith(".") or not name.endswith(_SUFFIXES) or not full.is_file():
+                continue
+            origin = full.relative_to(folder).as_posix()
+            memory_id = f"{FOLDER_SOURCE}/{agent}/{origin}"
+            seen.add(memory_id)
+            raw = full.read_bytes()
+            digest = hashlib.sha256(raw).hexdigest()
+            record = _records(index, access.store, ids=[memory_id]).get(memory_id)
+            if record is not None and record["origin_hash"] == digest:
+                report.unchanged += 1
+                continue
+            moment = timestamps.normalise(full.stat().st_mtime)
+            header = {"category": FOLDER_SOURCE, "tags": [], "date": moment[:10]}
+            header["created_at"] = moment
+            header["title"] = origin
+            text = raw.decode("utf-8", errors="replace")
+            body = "\n".join(text.splitlines()[chunks.front_matter(text.splitlines())[1] :])
+            _rewrite(home, _path(memory_id), with_front_matter(header, body or origin))
+            new = _record_new(access, memory_id, agent, FOLDER_SOURCE, moment)
+            if record is not None:
+                new["created_at"] = record["created_at"]
+            _save(index, access.store, {**new, "origin": origin, "origin_hash": digest})
+            index.sync_file(access.key, _path(memory_id))
+            if record is None:
+                report.added += 1
+            else:
+                report.updated += 1
+    gone = index.db.conn.execute(
+        "SELECT * FROM shared_memories WHERE store = ? AND agent = ? AND written_by = ?"
+        " AND origin IS NOT NULL",
+        (access.store, agent, stores.OPERATOR),
+    ).fetchall()
+    for record in gone:
+        if record["id"] not in seen:
+            report.removed += _delete(index, access, dict(record))
+    return report
+
+
+# --- records, ids, metadata -----------------------------------------------------------
+
+
+def _records(
+    index: Index,
+    store: str,
+    agent: str | None = None,
+    source: str | None = None,
+    since: str | None = None,
+    ids: list[str] | None = None,
+) -> dict[str, dict]:
+    clauses, params = ["store = ?"], [store]
+    for column, value in (("agent", agent), ("source", source)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        clauses.append("moment >= ?")
+        params.append(since)
+    if ids is not None:
+        clauses.append("id IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(ids))
+    rows = index.db.conn.execute(
+        f"SELECT * FROM shared_memories WHERE {' AND '.join(clauses)} ORDER BY moment, id",
+        params,
+    )
+    return {row["id"]: dict(row) for row in rows}
+
+
+def _record_new(access: Access, memory_id: str, agent: str, source: str, moment: str) -> dict:
+    now = timestamps.now()
+    return {
+        "id": memory_id,
+        "agent": agent,
+        "written_by": access.caller,
+        "source": source,
+        "moment": moment,
+        "origin": None,
+        "origin_hash": None,
+        "created_at": now,
+        "updated_at": now,
+        "updated_by": access.caller,
     }
-    file_id = f"file:{result.path}#L{result.start_line}-L{result.end_line}"
-    return Memory(id=file_id, metadata=_present(metadata), **common)
 
 
-def _metadata(entity: str, relative: str, header: dict) -> dict[str, Any]:
-    """A fragment's metadata in the seed's shape: agent, source, kind, timestamp, tags,
-    path, then whatever else its front matter holds."""
+def _save(index: Index, store: str, record: dict) -> None:
+    columns = ["store", *record]
+    with index.db.write() as conn:
+        conn.execute(
+            f"INSERT OR REPLACE INTO shared_memories ({', '.join(columns)})"
+            f" VALUES ({', '.join('?' * len(columns))})",
+            [store, *record.values()],
+        )
+
+
+def _delete(index: Index, access: Access, record: dict) -> int:
+    """Delete a memory's file and record; 1 if this call deleted it."""
+    relative = _path(record["id"])
+    with index.db.write() as conn:
+        gone = conn.execute(
+            "DELETE FROM shared_memories WHERE store = ? AND id = ?", (access.store, record["id"])
+        ).rowcount
+    with contextlib.suppress(FileNotFoundError):
+        index.home(access.key).path(relative).unlink()
+    index.sync_file(access.key, relative)
+    return gone
+
+
+def _changeable(index: Index, access: Access, ids: list[str], field: str) -> list[dict]:
+    """The records of these ids, all of them the caller's to change; NotFound for any
+    unknown (nothing changed), Forbidden for any another member wrote."""
+    for n, memory_id in enumerate(ids):
+        if not isinstance(memory_id, str) or not memory_id.strip():
+            name = field if len(ids) == 1 and field == "id" else f"{field}[{n}]"
+            raise InputError.of(name, "empty; give an id from memory_search or memory_add")
+    found = _records(index, access.store, ids=ids)
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise NotFound(
+            f"no memory with id {', '.join(map(repr, missing))} in this store; nothing changed",
+            field=field,
+        )
+    theirs = [r for r in found.values() if not access.may_change(r["written_by"])]
+    if theirs:
+        names = ", ".join(f"{r['id']!r} (written by {r['written_by']})" for r in theirs)
+        raise Forbidden(
+            f"{names}: only its writer changes or deletes a memory in this store"
+            " (an operator can create a store with --members-edit); nothing changed",
+            field=field,
+        )
+    return [found[i] for i in dict.fromkeys(ids)]
+
+
+def _metadata(record: dict, header: dict) -> dict[str, Any]:
+    """A memory's metadata in the seed's shape: agent, source, kind, timestamp, tags,
+    the writer, then whatever else its front matter holds."""
     own = {key: _plain(value) for key, value in header.items() if key not in _STORED}
-    stamp = header.get("created_at") or header.get("date")
     return _present(
         {
-            "agent": entity,
-            "source": _category(relative),
+            "agent": record["agent"],
+            "source": record["source"],
             "kind": own.pop("kind", "note"),
-            "timestamp": _plain(stamp),
+            "timestamp": record["moment"],
             "tags": chunks.meta_tags(header),
-            "path": relative,
-            **{key: value for key, value in own.items() if key not in ("tags", "keywords")},
+            "written_by": record["written_by"],
+            "updated_by": record["updated_by"]
+            if record["updated_by"] != record["written_by"]
+            else None,
+            **{
+                key: value
+                for key, value in own.items()
+                if key not in ("tags", "keywords") and key not in _RESERVED
+            },
         }
     )
 
 
-def _checked_metadata(entity: str, metadata: dict[str, Any]) -> dict[str, Any]:
-    """The caller's metadata, checked: keys the store owns refused, agent only the
-    caller, source a category name, timestamp normalised, tags cleaned."""
+def _checked_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The caller's metadata, checked: keys the store owns refused, agent a label,
+    source a category name, timestamp normalised, tags cleaned."""
     if not isinstance(metadata, dict):
         raise InputError.of("metadata", "must be an object of fields")
     try:
@@ -365,14 +559,11 @@ def _checked_metadata(entity: str, metadata: dict[str, Any]) -> dict[str, Any]:
                 f"metadata.{key}", "a field name is 1-64 letters, digits, '_', '.' or '-'"
             )
         if key in _RESERVED:
-            hint = _RESERVED[key]
-            raise InputError.of(f"metadata.{key}", f"reserved; {hint}")
-    agent = given.pop("agent", None)
-    if agent is not None and agent != entity:
-        raise InputError.of(
-            "metadata.agent",
-            f"every memory here is yours (agent {entity!r}); leave agent out or give your own",
-        )
+            raise InputError.of(f"metadata.{key}", f"reserved; {_RESERVED[key]}")
+    if given.get("agent") is not None:
+        given["agent"] = _agent(given["agent"], "metadata.agent")
+    else:
+        given.pop("agent", None)
     if given.get("source") is not None:
         given["source"] = _source_name(given["source"], "metadata.source")
     else:
@@ -391,37 +582,12 @@ def _checked_metadata(entity: str, metadata: dict[str, Any]) -> dict[str, Any]:
     return given
 
 
-def _source_scope(
-    index: Index, source: str | None, field: str
-) -> tuple[tuple[str, ...] | None, str | None]:
-    """(kinds, category) a search is limited to for a source; kinds () matches nothing."""
-    if source is None:
-        return None, None
-    source = source.strip().lower()
-    if source == SESSIONS:
-        return ("turn",), None
-    if source == FILES:
-        return tuple(_FILE_KINDS), None
-    name = _source_name(source, field)
-    known = index.settings.fragment_categories
-    if known and name not in known:
-        return (), None
-    return ("fragment",), name
-
-
-def _forgettable_source(source: str) -> str:
-    source = source.strip().lower()
-    if source == SESSIONS:
+def _agent(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not entities.NAME_PATTERN.fullmatch(value):
         raise InputError.of(
-            "source_filter", "sessions are your raw turns, kept permanently; they are never deleted"
+            field, "an agent label is 1-64 characters of a-z, 0-9, '_' and '-', like a name"
         )
-    if source == FILES:
-        raise InputError.of(
-            "source_filter",
-            "markdown chunks are files in your home (word-photos, MEMORY.md, documents);"
-            " edit or delete those files themselves",
-        )
-    return _source_name(source, "source_filter")
+    return value
 
 
 def _check_source(index: Index, source: str, field: str) -> None:
@@ -435,10 +601,7 @@ def _source_name(value: Any, field: str) -> str:
         raise InputError.of(
             field, "a source is 1-64 characters of a-z, 0-9, '_' and '-', starting with a-z or 0-9"
         )
-    name = value.strip().lower()
-    if name in (SESSIONS, FILES):
-        raise InputError.of(field, f"{name!r} is reserved for your raw turns and files")
-    return name
+    return value.strip().lower()
 
 
 def _moment(field: str, value: Any) -> str:
@@ -448,63 +611,11 @@ def _moment(field: str, value: Any) -> str:
         raise InputError.of(field, str(exc)) from None
 
 
-def _id_paths(home: Home, ids: list[str]) -> list[str]:
-    """The fragment files of these ids; refuses ids of things that are not forgotten here,
-    and fails (nothing deleted) if any id is unknown."""
-    paths, missing = [], []
-    for n, memory_id in enumerate(ids):
-        try:
-            paths.append(_fragment_path(home, memory_id, field=f"ids[{n}]"))
-        except NotFound:
-            missing.append(memory_id)
-    if missing:
-        raise NotFound(f"no memory with id {', '.join(map(repr, missing))}; nothing was deleted")
-    return paths
+def _path(memory_id: str) -> str:
+    return f"{homes.FRAGMENTS}/{memory_id}"
 
 
-def _fragment_path(home: Home, memory_id: Any, field: str) -> str:
-    """The home-relative path of the fragment with this id, or InputError/NotFound."""
-    if not isinstance(memory_id, str) or not memory_id.strip():
-        raise InputError.of(field, "empty; give an id from memory_search or memory_add")
-    if memory_id.startswith("turn:"):
-        raise InputError.of(
-            field, f"{memory_id} is a raw turn: raw capture is permanent and is not changed here"
-        )
-    if memory_id.startswith("file:"):
-        path = memory_id.removeprefix("file:").rsplit("#", 1)[0]
-        raise InputError.of(
-            field,
-            f"{memory_id} is part of {path}, a file in your home: edit that file itself;"
-            " memory_update and memory_forget change memories kept as fragments",
-        )
-    if PurePosixPath(memory_id.replace("\\", "/")).is_absolute() or memory_id.startswith("~"):
-        raise InputError.of(
-            field, "absolute paths are refused; give an id from memory_search or memory_add"
-        )
-    relative = f"{homes.FRAGMENTS}/{memory_id}"
-    try:
-        home.resolve(relative, field=field)
-    except NotFound:
-        raise NotFound(f"no memory with id {memory_id!r}") from None
-    if not _category(relative) or not _is_fragment(home.classify(relative)):
-        raise NotFound(f"no memory with id {memory_id!r}")
-    return PurePosixPath(relative).as_posix()
-
-
-def _is_fragment(source) -> bool:
-    return source is not None and source.kind == "fragment" and source.category is not None
-
-
-def _category(relative: str) -> str | None:
-    """The category folder of a fragment path, or None outside one."""
-    parts = PurePosixPath(relative).parts
-    prefix = PurePosixPath(homes.FRAGMENTS).parts
-    if len(parts) > len(prefix) + 1 and parts[: len(prefix)] == prefix:
-        return parts[len(prefix)]
-    return None
-
-
-def _fragment_id(relative: str) -> str:
+def _id(relative: str) -> str:
     return PurePosixPath(relative).relative_to(homes.FRAGMENTS).as_posix()
 
 
@@ -516,36 +627,21 @@ def _read(home: Home, relative: str) -> tuple[dict, str]:
     return header, "\n".join(lines[start:]).strip("\n")
 
 
-def _sample(home: Home, entity: str, relative: str) -> dict[str, Any]:
+def _sample(home: Home, record: dict) -> dict[str, Any]:
     try:
-        header, body = _read(home, relative)
+        header, body = _read(home, _path(record["id"]))
     except (OSError, NotFound):
         header, body = {}, ""
     preview = body if len(body) <= 200 else body[:200].rstrip() + " …"
-    return {
-        "id": _fragment_id(relative),
-        "text": preview,
-        "metadata": _metadata(entity, relative, header),
-    }
+    return {"id": record["id"], "text": preview, "metadata": _metadata(record, header)}
 
 
 def _rewrite(home: Home, relative: str, text: str) -> None:
-    """Replace a file's content at once: written whole (0600, flushed) under a hidden
-    name the index ignores, then renamed over the file."""
+    """Write a file's content at once: whole (0600, flushed) under a hidden name the
+    index ignores, then renamed over the file."""
     folder = PurePosixPath(relative).parent.as_posix()
     written = homes.write_new(home, folder, f".rewrite-{uuid.uuid4().hex}", text)
     home.path(written).replace(home.path(relative))
-
-
-def _before(stamp: Any, moment: str) -> bool:
-    """Whether a chunk's own moment is before `moment`; a chunk dated by its day only
-    (a file) was already kept or dropped by the search's day filter."""
-    if not isinstance(stamp, str) or len(stamp) <= 10:
-        return False
-    try:
-        return timestamps.normalise(stamp) < moment
-    except ValueError:
-        return False
 
 
 def _plain(value: Any) -> Any:

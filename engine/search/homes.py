@@ -192,8 +192,20 @@ def _write_private(path: Path, text: str) -> None:
         os.fsync(out.fileno())
 
 
+SHARED_KEY = "shared:"
+"""The index key of a shared store is `shared:<store>`: no entity name holds a ':'."""
+
+
+def store_key(store: str) -> str:
+    return SHARED_KEY + store
+
+
 def home_for(settings: Settings, entity: str) -> Home:
-    """The entity's home, created (0700) if it is the default one."""
+    """The entity's home, created (0700) if it is the default one; for a shared store's
+    key, the store's folder `<data dir>/shared/<store>/` (fragments only)."""
+    if entity.startswith(SHARED_KEY):
+        store = entity.removeprefix(SHARED_KEY)
+        return Home(entity, ensure_private_dir(shared_dir(settings) / store).absolute())
     configured = settings.entity_homes.get(entity)
     domain, growth = tuple(settings.domain_collections), tuple(settings.growth_collections)
     if configured is not None:
@@ -207,6 +219,10 @@ def home_for(settings: Settings, entity: str) -> Home:
 
 def entities_dir(settings: Settings) -> Path:
     return settings.data_dir / "entities"
+
+
+def shared_dir(settings: Settings) -> Path:
+    return settings.data_dir / "shared"
 
 
 class FileLines(BaseModel):

@@ -197,14 +197,16 @@ def search(
     request: SearchRequest,
     kinds: tuple[str, ...] | None = None,
     query_vector: np.ndarray | None = None,
+    files: list[str] | None = None,
 ) -> SearchResponse:
     """Ranked excerpts of the entity's memory for the request (see the module doc).
-    `query_vector`: the query embedded already (recall embeds its context once)."""
+    `query_vector`: the query embedded already (recall embeds its context once).
+    `files`: only chunks of these files (home-relative paths), before ranking."""
     request.check()
     categories = index.settings.fragment_categories
     if categories and request.category is not None and request.category not in categories:
         raise InputError.of("category", f"unknown category; known: {', '.join(categories)}")
-    where, params, simple = _where(entity, request, kinds)
+    where, params, simple = _where(entity, request, kinds, files)
     fallback = None
     for attempt in range(3):
         # BM25 runs in another thread while the query is embedded and compared.
@@ -246,7 +248,7 @@ def _embed_query(index: Index, query: str) -> tuple[np.ndarray | None, str | Non
         return None, "bm25"
 
 
-def _where(entity: str, request: SearchRequest, kinds) -> tuple[str, list, bool]:
+def _where(entity: str, request: SearchRequest, kinds, files=None) -> tuple[str, list, bool]:
     """The filter as SQL over search_chunks `c`, and whether it is only tiers and growth
     (then the vectors in memory can filter themselves)."""
     tiers = request.tier_list
@@ -287,6 +289,13 @@ def _where(entity: str, request: SearchRequest, kinds) -> tuple[str, list, bool]
     if request.channel is not None:
         clauses.append("c.channel = ?")
         params.append(request.channel)
+        simple = False
+    if files is not None:
+        clauses.append(
+            "c.file_id IN (SELECT id FROM search_files WHERE entity = ?"
+            " AND path IN (SELECT value FROM json_each(?)))"
+        )
+        params += [entity, json.dumps(files)]
         simple = False
     return " AND ".join(clauses), params, simple
 

@@ -45,6 +45,15 @@ class NotFound(LookupError):
         super().__init__(problem)
 
 
+class Forbidden(PermissionError):
+    """The caller may see the thing but not do this to it (a memory another member
+    wrote, an operator's act with an entity's token). A 403 over REST."""
+
+    def __init__(self, problem: str, field: str = "id"):
+        self.field = field
+        super().__init__(problem)
+
+
 class Conflict(ValueError):
     """The request clashes with what is already stored."""
 

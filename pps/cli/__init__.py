@@ -23,6 +23,8 @@ COMMANDS = {
     "hook": ("pps.cli.hooks", "hook"),
     "reindex": ("pps.cli.rebuild", "reindex"),
     "entity": ("pps.cli.entity", "app"),
+    "shared": ("pps.cli.shared", "app"),
+    "operator": ("pps.cli.operator", "app"),
     "queue": ("pps.cli.queue", "app"),
     "replay": ("pps.cli.rebuild", "replay_app"),
     "hooks": ("pps.cli.hooks", "app"),

@@ -20,6 +20,10 @@ def mcp_stdio(
     url: Url = None,
     token_file: ClientToken = None,
     port: Port = None,
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="shared-memory only: the shared store (of several)."),
+    ] = None,
 ) -> None:
     """Relay an MCP profile to stdio: every message goes to the running service with the
     entity's token (from PPS_TOKEN or PPS_TOKEN_FILE)."""
@@ -30,9 +34,14 @@ def mcp_stdio(
 
     if profile not in PATHS:
         fail(f"unknown profile {profile!r}: use one of {', '.join(PATHS)}")
+    path = PATHS[profile]
+    if store is not None:
+        if profile != "shared-memory":
+            fail("--store is for --profile shared-memory")
+        path += f"/{store}"
     settings = settings_for(port=port, url=url, token_file=token_file)
     try:
         token = read_token(settings)
     except ClientConfigError as exc:
         fail(str(exc))
-    stdio.relay(service_url(settings) + PATHS[profile], token, profile, version("pps"))
+    stdio.relay(service_url(settings) + path, token, profile, version("pps"))

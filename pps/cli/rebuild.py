@@ -72,10 +72,10 @@ def reindex(
 
     settings = settings_for(data_dir=data_dir)
     db = Database.open(settings)
-    known = [e.name for e in entities.list_all(db)]
+    index = Index(settings, db)
+    known = index.entities()  # entities and shared stores (`shared:<store>`)
     if entity is not None and entity not in known:
         fail(f"no entity named {entity!r}")
-    index = Index(settings, db)
     unavailable = None
     with Progress(transient=False) as bar:
         for name in [entity] if entity else known:

@@ -13,7 +13,7 @@ from engine.runtime import Runtime
 from engine.search.index import Index
 from engine.store.config import Settings
 from engine.store.db import Database
-from engine.store.errors import FieldProblem, InputError, problem_body
+from engine.store.errors import FieldProblem, Forbidden, InputError, problem_body
 
 
 class Unauthorized(Exception):
@@ -46,6 +46,31 @@ def current_entity(
     return entity
 
 
+_operator_bearer = HTTPBearer(
+    auto_error=False, description="The operator's token from `pps operator token`."
+)
+
+
+def current_operator(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_operator_bearer)],
+) -> None:
+    """Let an operator act through only with the operator's token: an entity's token is
+    refused (403), since no agent may make itself a member of anything."""
+    if credentials is None:
+        raise Unauthorized("missing: send 'Authorization: Bearer <operator token>'")
+    db = get_db(request)
+    if not entities.is_operator(db, credentials.credentials):
+        if entities.authenticate(db, credentials.credentials) is not None:
+            raise Forbidden(
+                "an entity's token cannot do an operator's act; use the operator's token"
+                " (`pps operator token`)",
+                field="Authorization",
+            )
+        raise Unauthorized("unknown or revoked token")
+    _refuse_unknown_query(request)
+
+
 def _refuse_unknown_query(request: Request) -> None:
     """A query parameter the route does not take is an error, not silently ignored: a
     caller who adds `?entity=other` or misspells a filter must hear about it. What a
@@ -71,6 +96,7 @@ def get_index(request: Request) -> Index:
 
 DB = Annotated[Database, Depends(get_db)]
 CurrentEntity = Annotated[str, Depends(current_entity)]
+Operator = Depends(current_operator)
 AppSettings = Annotated[Settings, Depends(get_settings)]
 SearchIndex = Annotated[Index, Depends(get_index)]
 AppRuntime = Annotated[Runtime, Depends(get_runtime)]

@@ -1,0 +1,115 @@
+"""`pps shared`: shared stores, one memory several entities search and write. Only an
+operator (whoever runs this command on the data dir) makes stores and members; the
+`pps operator token` command makes the token for doing the same over REST."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engine.contracts import stores
+from engine.store.db import Database
+from engine.store.errors import Conflict, InputError, NotFound
+from pps.cli.options import DataDir, fail, settings_for
+
+app = typer.Typer(help="Shared stores: one memory for several entities.", no_args_is_help=True)
+
+
+def _db(data_dir: Path | None) -> Database:
+    return Database.open(settings_for(data_dir=data_dir))
+
+
+def _show(store: stores.Store) -> str:
+    edit = "  members-edit" if store.members_edit else ""
+    members = ", ".join(store.members) or "no members"
+    return f"{store.name}  {store.memories} memories  members: {members}{edit}"
+
+
+@app.command("create")
+def create(
+    store: str,
+    members_edit: Annotated[
+        bool,
+        typer.Option("--members-edit", help="Members may change each other's memories."),
+    ] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Create a shared store (empty, no members)."""
+    try:
+        typer.echo(_show(stores.create(_db(data_dir), store, members_edit)))
+    except (InputError, Conflict) as exc:
+        fail(str(exc))
+
+
+@app.command("add")
+def add(store: str, entity: str, data_dir: DataDir = None) -> None:
+    """Make an entity a member of a store."""
+    try:
+        typer.echo(_show(stores.add_member(_db(data_dir), store, entity)))
+    except (InputError, NotFound) as exc:
+        fail(str(exc))
+
+
+@app.command("remove")
+def remove(store: str, entity: str, data_dir: DataDir = None) -> None:
+    """Take a member out of a store; its access ends at once (what it wrote stays)."""
+    try:
+        typer.echo(_show(stores.remove_member(_db(data_dir), store, entity)))
+    except (InputError, NotFound) as exc:
+        fail(str(exc))
+
+
+@app.command("list")
+def list_stores(data_dir: DataDir = None) -> None:
+    """List the shared stores with their members."""
+    for store in stores.list_all(_db(data_dir)):
+        typer.echo(_show(store))
+
+
+@app.command("delete")
+def delete(
+    store: str,
+    yes: Annotated[bool, typer.Option("--yes", help="Delete; otherwise only show.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Delete a store with its files, index rows and memberships (a dry run without --yes)."""
+    from engine.search.index import Index
+
+    settings = settings_for(data_dir=data_dir)
+    db = Database.open(settings)
+    try:
+        gone = stores.delete(Index(settings, db), store, dry_run=not yes)
+    except (InputError, NotFound) as exc:
+        fail(str(exc))
+    members = ", ".join(gone.members) or "none"
+    verb = "deleted" if yes else "would delete"
+    typer.echo(
+        f"{verb} {gone.store}: {gone.memories} memories, {gone.files} files, members: {members}"
+    )
+    if not yes:
+        typer.echo(f"nothing was deleted; run `pps shared delete {store} --yes` to delete it")
+
+
+@app.command("index")
+def index_folder(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A folder of markdown files.")],
+    store: Annotated[str, typer.Option("--store", help="The shared store.")],
+    agent: Annotated[str, typer.Option("--agent", help="The agent label of its memories.")],
+    data_dir: DataDir = None,
+) -> None:
+    """Index each markdown file of DIR into a store as one memory written by the operator;
+    re-runnable (unchanged files skipped, changed rewritten, gone removed)."""
+    from engine.contracts import shared_memory
+    from engine.search.index import Index
+
+    settings = settings_for(data_dir=data_dir)
+    db = Database.open(settings)
+    try:
+        access = stores.as_operator(db, store)
+        report = shared_memory.index_folder(Index(settings, db), access, folder, agent)
+    except (InputError, NotFound) as exc:
+        fail(str(exc))
+    typer.echo(json.dumps(report.model_dump()))
