@@ -53,6 +53,29 @@ def test_a_query_waits_for_one_slice_of_a_backlog_not_for_the_backlog(tmp_path):
     assert first_query < len(recording.calls) - 1, "the query ran only after the backlog"
 
 
+def test_a_stream_of_queries_does_not_starve_the_backlog(tmp_path):
+    embedder = embeddings.get(Settings(data_dir=tmp_path))
+    stop, asked = threading.Event(), []
+
+    def ask():
+        while not stop.is_set():
+            asked.append(embedder.embed_one("where is the honey?"))
+
+    askers = [threading.Thread(target=ask) for _ in range(2)]
+    for asker in askers:
+        asker.start()
+    try:
+        wait_for(lambda: len(asked) > 10, 30, "the queries to flow")
+        backlog = threading.Thread(target=embedder.embed, args=([LONG] * 12,))
+        backlog.start()
+        backlog.join(120)
+        assert not backlog.is_alive(), "the backlog never got the model"
+    finally:
+        stop.set()
+        for asker in askers:
+            asker.join(30)
+
+
 def test_a_big_file_is_found_by_words_at_once_and_embedded_by_the_queue_in_slices(server, client):
     sections = [f"## Shelf {n}\nShelf {n} holds jars of plum jam number {n}." for n in range(150)]
     sections.append("## Bicycle\nThe red bicycle leans against the garage door.")

@@ -48,10 +48,11 @@ class Unavailable(RuntimeError):
 
 class Embedder:
     """One loaded model, shared by every thread. Model calls run one at a time (the ONNX
-    runtime already uses every core for one call), and a query goes first: bulk work
-    (`embed`) runs in slices of at most `_SLICE_CHARS` characters and lets a waiting
-    query (`embed_one`) in between two slices, so a query waits for at most one slice of
-    a backlog (about a second on two cores), never for the backlog."""
+    runtime already uses every core for one call). Bulk work (`embed`) runs in slices of
+    at most `_SLICE_CHARS` characters, and when queries (`embed_one`) and bulk work both
+    wait, they take turns: a query waits for at most the one slice running (about a
+    second on two cores), never for a backlog, and a stream of queries cannot starve
+    the backlog either."""
 
     def __init__(self, model: str, engine, batch_size: int):
         self.model = model
@@ -59,7 +60,8 @@ class Embedder:
         self._batch_size = batch_size
         self._turn = threading.Condition()
         self._running = False
-        self._queries = 0  # queries waiting for the model
+        self._waiting = {True: 0, False: 0}  # callers waiting for the model: query or bulk
+        self._last_query = False  # whether the last model call was a query's
         self.dim = int(self.embed_one("dimension probe").shape[0])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -77,13 +79,13 @@ class Embedder:
 
     def _run(self, batch: list[str], query: bool) -> list:
         with self._turn:
-            self._queries += query
+            self._waiting[query] += 1
             try:
-                while self._running or (not query and self._queries):
+                while self._running or (self._waiting[not query] and self._last_query == query):
                     self._turn.wait()
             finally:
-                self._queries -= query
-            self._running = True
+                self._waiting[query] -= 1
+            self._running, self._last_query = True, query
         try:
             return list(self._engine.embed(batch, batch_size=len(batch)))
         except Exception as exc:

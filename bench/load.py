@@ -1,0 +1,259 @@
+"""Mixed load on a real `pps serve`: writers, searchers and recallers at once, then the
+same queries while another entity's big file is embedded.
+
+Run: .venv/bin/python bench/load.py [--seconds S] [--writers W] [--searchers N]
+     [--recallers N] [--big-file-mb MB]
+
+Phases, each printed as one table row:
+1. idle: one entity's search and recall alone (the baseline);
+2. mixed: W writers posting single events (each a new turn) while N searchers and N
+   recallers query the same entity; throughput, POST p95, search p95, recall p95;
+   then the embedding lag: how long after the writers stop every turn has its vector
+   (turns searchable by meaning), and the rate at which vectors came;
+3. big file: a second entity's home gets a markdown file of MB megabytes (thousands of
+   chunks) while the first entity's search and recall run; their p95 against idle.
+
+Prints figures (medians, p95s, ratios); asserts nothing. The machine is what it is:
+compare ratios, not milliseconds, across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from engine.capture import entities
+from engine.store.config import Settings
+from engine.store.db import Database
+from pps.process import ServerProcess
+
+console = Console(width=130)
+WORDS = [
+    "garden",
+    "kitchen",
+    "robe",
+    "Denver",
+    "mountains",
+    "satellites",
+    "pantry",
+    "honey",
+    "bicycle",
+    "library",
+    "concert",
+    "Lisbon",
+    "harbour",
+    "winter",
+    "lantern",
+    "violin",
+    "recipe",
+    "orchard",
+    "notebook",
+    "telescope",
+]
+
+
+def sentence(rng: random.Random, n: int = 14) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def p95(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=20)[-1] if len(samples) >= 2 else float("nan")
+
+
+class Timed:
+    """Latencies (ms) of one kind of call, from many threads."""
+
+    def __init__(self):
+        self.ms: list[float] = []
+        self.errors = 0
+        self._lock = threading.Lock()
+
+    def call(self, fn) -> None:
+        started = time.perf_counter()
+        try:
+            response = fn()
+            ok = response.status_code < 400
+        except httpx.HTTPError:
+            ok = False
+        with self._lock:
+            if ok:
+                self.ms.append((time.perf_counter() - started) * 1000)
+            else:
+                self.errors += 1
+
+    def row(self) -> tuple[str, str]:
+        if not self.ms:
+            return "-", "-"
+        return f"{statistics.median(self.ms):.0f}", f"{p95(self.ms):.0f}"
+
+
+def loop(stop: threading.Event, body) -> threading.Thread:
+    def run():
+        while not stop.is_set():
+            body()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def queries(url: str, token: str, stop: threading.Event, searchers: int, recallers: int):
+    """Search and recall threads on one entity until `stop`; their timings."""
+    search, recall = Timed(), Timed()
+    threads = []
+    for n in range(searchers + recallers):
+        client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"})
+        rng = random.Random(n)
+        if n < searchers:
+            body = lambda c=client, r=rng: search.call(  # noqa: E731
+                lambda: c.post("/v1/search", json={"query": sentence(r, 4), "limit": 10})
+            )
+        else:
+            body = lambda c=client, r=rng: recall.call(  # noqa: E731
+                lambda: c.post("/v1/recall", json={"context": sentence(r, 8)})
+            )
+        threads.append(loop(stop, body))
+    return search, recall, threads
+
+
+def run_for(seconds: float, threads_of) -> None:
+    stop = threading.Event()
+    threads = threads_of(stop)
+    time.sleep(seconds)  # a benchmark's measuring window, not a wait for a condition
+    stop.set()
+    for thread in threads:
+        thread.join(30)
+
+
+def vectors_ready(client: httpx.Client) -> tuple[int, int]:
+    stats = client.get("/v1/search/index").json()
+    return stats["vectors"], stats["chunks"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--searchers", type=int, default=2)
+    parser.add_argument("--recallers", type=int, default=2)
+    parser.add_argument("--big-file-mb", type=float, default=2.0)
+    args = parser.parse_args()
+
+    folder = Path(tempfile.mkdtemp(prefix="pps-load-"))
+    data_dir = folder / "data"
+    db = Database.open(Settings(data_dir=data_dir))
+    lyra, nexus = entities.create(db, "lyra"), entities.create(db, "nexus")
+    db.close()
+    server = ServerProcess(data_dir, env={"PPS_GRAPH_BACKEND": "none"}).start()
+    table = Table(title=f"Mixed load ({args.seconds:.0f} s a phase)")
+    for column in ("phase", "events/s", "POST p50/p95 ms", "search p50/p95 ms",
+                   "recall p50/p95 ms", "errors"):  # fmt: skip
+        table.add_column(column, justify="right")
+    try:
+        client = httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {lyra}"}, timeout=60
+        )
+        rng = random.Random(7)
+        seed = [{"channel": "terminal", "author": "Jeff", "content": sentence(rng)}
+                for _ in range(500)]  # fmt: skip
+        client.post("/v1/events", json=seed).raise_for_status()
+        while (ready := vectors_ready(client))[0] < ready[1]:
+            time.sleep(0.5)  # the seed's vectors first: idle means idle
+
+        idle: dict[str, Timed] = {}
+
+        def idle_phase(stop):
+            search, recall, threads = queries(server.url, lyra, stop, 1, 1)
+            idle.update(search=search, recall=recall)
+            return threads
+
+        run_for(args.seconds, idle_phase)
+        table.add_row("idle", "-", "-", "/".join(idle["search"].row()),
+                      "/".join(idle["recall"].row()), str(idle["search"].errors))  # fmt: skip
+
+        posts, mixed = Timed(), {}
+
+        def mixed_phase(stop):
+            search, recall, threads = queries(
+                server.url, lyra, stop, args.searchers, args.recallers
+            )
+            mixed.update(search=search, recall=recall)
+            for n in range(args.writers):
+                writer = httpx.Client(base_url=server.url, headers=client.headers, timeout=60)
+                wrng = random.Random(100 + n)
+
+                def write(w=writer, r=wrng, channel=f"w{n}"):
+                    event = {"channel": channel, "author": "Jeff", "content": sentence(r)}
+                    posts.call(lambda: w.post("/v1/events", json=[event]))
+
+                threads.append(loop(stop, write))
+            return threads
+
+        started = time.monotonic()
+        run_for(args.seconds, mixed_phase)
+        elapsed = time.monotonic() - started
+        table.add_row(
+            "mixed", f"{len(posts.ms) / elapsed:.0f}", "/".join(posts.row()),
+            "/".join(mixed["search"].row()), "/".join(mixed["recall"].row()),
+            str(posts.errors + mixed["search"].errors + mixed["recall"].errors),
+        )  # fmt: skip
+
+        # The embedding lag: from the writers' stop until every turn has its vector.
+        stopped = time.monotonic()
+        done, total = vectors_ready(client)
+        behind = total - done
+        while done < total:
+            time.sleep(0.5)  # polling the server's own count, as a user watching would
+            done, total = vectors_ready(client)
+        lag = time.monotonic() - stopped
+
+        # A second entity's big file, while the first one queries.
+        home = data_dir / "entities" / "nexus" / "memory"
+        home.mkdir(parents=True, exist_ok=True)
+        frng = random.Random(3)
+        parts, size = [], 0
+        while size < args.big_file_mb * 1_000_000:
+            part = f"## Note {len(parts)}\n" + " ".join(sentence(frng, 20) for _ in range(6))
+            parts.append(part)
+            size += len(part) + 2
+        (home / "huge.md").write_text("\n\n".join(parts) + "\n")
+        other = httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {nexus}"}, timeout=60
+        )
+        busy: dict[str, Timed] = {}
+
+        def big_phase(stop):
+            search, recall, threads = queries(server.url, lyra, stop, 1, 1)
+            busy.update(search=search, recall=recall)
+            return threads
+
+        run_for(args.seconds, big_phase)
+        embedded, chunks = vectors_ready(other)
+        table.add_row("big file", "-", "-", "/".join(busy["search"].row()),
+                      "/".join(busy["recall"].row()), str(busy["search"].errors))  # fmt: skip
+        console.print(table)
+        console.print(
+            f"embedding lag after the writers stopped: {behind} turns without vectors,"
+            f" all embedded {lag:.1f} s later ({behind / max(lag, 0.001):.0f} turns/s)"
+        )
+        console.print(
+            f"big file: {size / 1e6:.1f} MB, {len(parts)} sections; {embedded} of {chunks}"
+            f" chunks embedded after {args.seconds:.0f} s; search p95"
+            f" {p95(busy['search'].ms) / p95(idle['search'].ms):.2f}x idle, recall p95"
+            f" {p95(busy['recall'].ms) / p95(idle['recall'].ms):.2f}x idle"
+        )
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
