@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 
 import pytest
 from typer.testing import CliRunner
@@ -29,27 +28,22 @@ BIG = "many words of a long turn " * 4_000  # about 100 KiB: pages the database 
 
 
 class Full:
-    """While entered, the app's database cannot grow by a page."""
+    """While entered, the app's database cannot grow by a page: every connection it has
+    open, and each one it opens meanwhile, has its size limit at its size."""
 
     def __init__(self, db: Database):
         self.db = db
-        self._lock = threading.Lock()
         self._connect = db.connect
 
-    def _limit(self, conn: sqlite3.Connection, pages: int) -> None:
-        conn.execute(f"PRAGMA max_page_count = {pages}")
-
     def _connect_full(self) -> sqlite3.Connection:
-        conn = self._connect()
-        self._limit(conn, 1)  # below the file's size: the limit becomes the size
-        return conn
+        return _limit(self._connect(), 1)
 
     def __enter__(self) -> Full:
         self.db.connect = self._connect_full
         with self.db._all_lock:
             conns = list(self.db._all)
         for conn in conns:
-            self._limit(conn, 1)
+            _limit(conn, 1)  # below the file's size: the limit becomes the size
         return self
 
     def __exit__(self, *exc) -> None:
@@ -57,7 +51,12 @@ class Full:
         with self.db._all_lock:
             conns = list(self.db._all)
         for conn in conns:
-            self._limit(conn, UNLIMITED)
+            _limit(conn, UNLIMITED)
+
+
+def _limit(conn: sqlite3.Connection, pages: int) -> sqlite3.Connection:
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+    return conn
 
 
 @pytest.fixture
