@@ -3,8 +3,10 @@ service or eat its memory (issue 15)."""
 
 from __future__ import annotations
 
+import os
+
 from engine.search.chunks import FRONT_MATTER_MAX_CHARS, split
-from tests.searching import home
+from tests.searching import home, search
 
 # 450 bytes of YAML whose `title` expands to 10^9 strings once it is turned into text.
 ALIAS_BOMB = (
@@ -38,3 +40,14 @@ def test_an_alias_bomb_in_a_home_is_indexed_and_the_service_answers(server, clie
     [anchor] = client.get("/v1/anchors").json()["anchors"]
     assert anchor["title"] == "bomb"  # the file's name: its front matter gave nothing
     assert client.get("/health").status_code == 200
+
+
+def test_using_a_home_does_not_touch_it(server, client):
+    """A home made 0700 again on every use changed it (a chmod is a change): the watcher
+    saw it and synced the home, which made it 0700 again, several times a second."""
+    search(client, "anything")  # the home exists from here on
+    before = os.stat(home(server, client)).st_ctime_ns
+    search(client, "anything")
+    assert client.get("/v1/anchors").status_code == 200
+    client.post("/v1/anchors/resync")
+    assert os.stat(home(server, client)).st_ctime_ns == before

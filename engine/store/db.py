@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -73,9 +74,10 @@ def migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) and make it 0700."""
+    """Create `path` (and parents) and make it 0700. A folder already 0700 is left alone:
+    a chmod is a change, and the file watcher would see one each time a home is used."""
     path.mkdir(parents=True, exist_ok=True)
-    path.chmod(0o700)
+    _private(path, 0o700)
     return path
 
 
@@ -86,8 +88,13 @@ def ensure_private_file(path: Path) -> Path:
     WAL under a live connection."""
     with suppress(FileExistsError):
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    path.chmod(0o600)
+    _private(path, 0o600)
     return path
+
+
+def _private(path: Path, mode: int) -> None:
+    if stat.S_IMODE(path.stat().st_mode) != mode:
+        path.chmod(mode)
 
 
 class Database:
@@ -158,8 +165,7 @@ class Database:
                     self._out_of_space = OutOfSpace(str(exc), timestamps.now())
                 raise Unavailable(
                     "database",
-                    f"the disk is full ({exc}): nothing was written; try again once there is"
-                    " space",
+                    f"the disk is full ({exc}): nothing was written; try again once there is space",
                 ) from exc
 
     def out_of_space(self) -> OutOfSpace | None:
