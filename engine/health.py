@@ -21,6 +21,7 @@ def report(runtime: Runtime) -> dict:
     components["llm"] = graph.llm_health(runtime.graph, runtime.settings, runtime.db)
     components["embeddings"] = embeddings.status(runtime.settings)  # down: search uses BM25
     components["workers"] = runtime.workers.health()
+    components["files"] = _files(runtime)  # files in the homes that are not indexed
     if components["database"]["status"] == "down":
         overall = "down"
     elif all(c["status"] in ("ok", "disabled", "unconfigured") for c in components.values()):
@@ -38,4 +39,15 @@ def _database(runtime: Runtime) -> dict:
     full = runtime.db.out_of_space()
     if full is not None:
         state.update(status="full", error=full.error, since=full.since)
+    return state
+
+
+def _files(runtime: Runtime) -> dict:
+    skipped = len(runtime.index.skipped())
+    state = {"status": "ok", "skipped": skipped}
+    if skipped:
+        state["why"] = (
+            "files in the homes whose names are not UTF-8 are not indexed; each entity's"
+            " GET /v1/search/index lists its own"
+        )
     return state

@@ -1,11 +1,12 @@
 """`pps doctor`: what works, and why not.
 
 One line per component, printed as soon as it is checked: the database, the service, the
-graph, the LLM, the embedding model, and the server's workers. With a server running on
-the data dir (it holds the data dir's lock, which names its port), each component gets
-one verdict: the worse of what the server reports (a full disk, say) and what this
-command finds, with both reasons. Without one, the graph is checked here (the embedded
-FalkorDB started and stopped, under the lock).
+graph, the LLM, the embedding model, then what only a server knows: its workers and the
+files of the homes it could not index. With a server running on the data dir (it holds
+the data dir's lock, which names its port), each component gets one verdict: the worse
+of what the server reports (a full disk, say) and what this command finds, with both
+reasons. Without one, the graph is checked here (the embedded FalkorDB started and
+stopped, under the lock).
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
     with contextlib.suppress(embeddings.Unavailable):  # status() says why
         embeddings.get(settings)
     report.line("embeddings", _one(embeddings.status(settings), served, "embeddings"))
-    if served is not None and "workers" in served:
-        report.line("workers", _workers(served["workers"]))
+    for name, state in (served or {}).items():  # what only the server knows
+        if name not in ("database", "graph", "llm", "embeddings"):
+            report.line(name, _workers(state) if name == "workers" else state)
     if report.bad:
         raise typer.Exit(1)
 
