@@ -1,7 +1,9 @@
 """The status of each component, for GET /health, `pps_health` and `pps doctor`.
 
 No data and no entity names: only whether each part works, and why not. The database
-is the one part pps cannot work without; any other part being down degrades it. A part
+is the one part pps cannot work without: down, pps is down; full (writes fail for lack
+of space, reads still answer), pps is degraded, as it is by any other part that does not
+work (the graph, the LLM, the model, a worker that is down or whose writes fail). A part
 switched off by the settings ("disabled", "unconfigured": no LLM, graph jobs wait) does
 not: the component says why.
 """
@@ -18,7 +20,9 @@ def report(runtime: Runtime) -> dict:
     components["graph"] = graph.graph_health(runtime.graph)
     components["llm"] = graph.llm_health(runtime.graph, runtime.settings, runtime.db)
     components["embeddings"] = embeddings.status(runtime.settings)  # down: search uses BM25
-    if components["database"]["status"] != "ok":
+    components["workers"] = runtime.workers.health()
+    components["files"] = _files(runtime)  # files in the homes that are not indexed
+    if components["database"]["status"] == "down":
         overall = "down"
     elif all(c["status"] in ("ok", "disabled", "unconfigured") for c in components.values()):
         overall = "ok"
@@ -29,6 +33,21 @@ def report(runtime: Runtime) -> dict:
 
 def _database(runtime: Runtime) -> dict:
     try:
-        return {"status": "ok", "schema_version": runtime.db.schema_version()}
+        state = {"status": "ok", "schema_version": runtime.db.schema_version()}
     except Exception as exc:  # the database being unreachable is what we report
         return {"status": "down", "error": type(exc).__name__}
+    full = runtime.db.out_of_space()
+    if full is not None:
+        state.update(status="full", error=full.error, since=full.since)
+    return state
+
+
+def _files(runtime: Runtime) -> dict:
+    skipped = len(runtime.index.skipped())
+    state = {"status": "ok", "skipped": skipped}
+    if skipped:
+        state["why"] = (
+            "files in the homes whose names are not UTF-8 are not indexed; each entity's"
+            " GET /v1/search/index lists its own"
+        )
+    return state

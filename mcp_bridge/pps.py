@@ -216,7 +216,8 @@ def anchor_resync(ctx: Context) -> dict:
     """Re-read the word_photos folder from disk into the index (after editing files by
     hand; changes are also picked up on their own within seconds)."""
     me = caller(ctx)
-    return anchors.resync(me.runtime.index, me.entity).model_dump()
+    with tool_errors():
+        return anchors.resync(me.runtime.index, me.entity).model_dump()
 
 
 # --- layer 3: rich texture (the knowledge graph) ---

@@ -83,7 +83,9 @@ def test_doctor_gives_one_verdict_per_component_beside_a_running_server(tmp_path
         doctor = pps(server, "doctor", PPS_PORT="9")  # the lock names the server's port
         assert doctor.returncode == 1, doctor.stdout + doctor.stderr
         names = [line.split()[0] for line in doctor.stdout.splitlines()]
-        assert names == ["data", "database", "service", "graph", "llm", "embeddings"], names
+        assert names == [
+            "data", "database", "service", "graph", "llm", "embeddings", "workers", "files",
+        ], names  # fmt: skip
         lines = {line.split()[0]: line for line in doctor.stdout.splitlines()}
         assert "running" in lines["service"] and server.url in lines["service"]
         assert " failing " in lines["llm"] and error.split(":")[0] in lines["llm"]

@@ -3,8 +3,13 @@ service or eat its memory (issue 15)."""
 
 from __future__ import annotations
 
+import logging
+import os
+
+from engine.capture import entities
 from engine.search.chunks import FRONT_MATTER_MAX_CHARS, split
-from tests.searching import home
+from tests.conftest import AppServer, connect, wait_for
+from tests.searching import home, search, texts
 
 # 450 bytes of YAML whose `title` expands to 10^9 strings once it is turned into text.
 ALIAS_BOMB = (
@@ -38,3 +43,88 @@ def test_an_alias_bomb_in_a_home_is_indexed_and_the_service_answers(server, clie
     [anchor] = client.get("/v1/anchors").json()["anchors"]
     assert anchor["title"] == "bomb"  # the file's name: its front matter gave nothing
     assert client.get("/health").status_code == 200
+
+
+def _bad_name(folder) -> bytes:
+    """A file in `folder` whose name is not UTF-8 (Latin-1 'café.md'), as bytes."""
+    path = os.fsencode(folder) + b"/caf\xe9.md"
+    with open(path, "wb") as out:
+        out.write(b"The harbour cafe serves mussels.\n")
+    return path
+
+
+def test_a_file_whose_name_is_not_utf8_is_skipped_and_reported(server, client):
+    folder = home(server, client) / "word_photos"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a_first.md").write_text("The lighthouse keeper wrote poems.\n")
+    _bad_name(folder)
+    (folder / "z_last.md").write_text("The zebra crossed the dunes.\n")
+
+    resynced = client.post("/v1/anchors/resync")
+    assert resynced.status_code == 200, resynced.text
+    [skipped] = resynced.json()["skipped"]
+    assert skipped["path"] == "word_photos/caf\\xe9.md" and "UTF-8" in skipped["problem"]
+    assert resynced.json()["errors"] == []
+    # The home's other files are indexed, before and after the bad one.
+    assert "The zebra crossed the dunes." in texts(search(client, "zebra dunes"))
+    assert "The lighthouse keeper wrote poems." in texts(search(client, "lighthouse poems"))
+    listed = client.get("/v1/anchors")
+    assert listed.status_code == 200, listed.text
+    assert [a["name"] for a in listed.json()["anchors"]] == ["z_last.md", "a_first.md"]
+
+    # Reported: to the entity with its name, in /health as a count (no names there).
+    assert client.get("/v1/search/index").json()["skipped"] == [skipped]
+    health = client.get("/health").json()
+    assert health["status"] == "ok" and health["components"]["files"]["skipped"] >= 1
+    assert "caf" not in str(health)
+
+    # The watcher lives on: a file written now is indexed without a resync.
+    (folder / "later.md").write_text("The walrus sang at noon.\n")
+    wait_for(
+        lambda: "The walrus sang at noon." in texts(search(client, "walrus noon")),
+        what="the watcher to index a file written after the bad one",
+    )
+
+
+def test_a_bad_name_is_logged_once_not_at_every_rescan(tmp_path, caplog):
+    """The watcher reports a quiet interval every 0.2 s, and the homes are compared with
+    the index at each: the file is found every time, and said once."""
+    caplog.set_level(logging.WARNING)
+    with (
+        AppServer(tmp_path / "data", search_rescan_s=0.2) as server,
+        connect(server, entities.create(server.db, "vega")) as client,
+    ):
+        folder = server.data_dir / "entities" / "vega" / "word_photos"
+        folder.mkdir(parents=True)
+        (folder / "kept.md").write_text("The zebra crossed the dunes.\n")
+        _bad_name(folder)
+        keeper = server.app.state.runtime.keeper
+
+        def said_after(ticks: int) -> list[str]:
+            start = keeper.ticks
+            wait_for(lambda: keeper.ticks >= start + ticks, what=f"{ticks} watcher ticks")
+            return [r.getMessage() for r in caplog.records if r.name.startswith("pps")]
+
+        said = said_after(3)
+        assert said and said_after(10) == said, said
+        assert keeper.syncs >= 10  # each quiet interval compared the home with the index
+        assert "The zebra crossed the dunes." in texts(search(client, "zebra dunes"))
+        [skipped] = client.get("/v1/search/index").json()["skipped"]
+        assert skipped["path"] == "word_photos/caf\\xe9.md"
+        # Gone from the folder, gone from the report.
+        os.unlink(os.fsencode(folder) + b"/caf\xe9.md")
+        wait_for(
+            lambda: client.get("/v1/search/index").json()["skipped"] == [],
+            what="the report to forget the file",
+        )
+
+
+def test_using_a_home_does_not_touch_it(server, client):
+    """A home made 0700 again on every use changed it (a chmod is a change): the watcher
+    saw it and synced the home, which made it 0700 again, several times a second."""
+    search(client, "anything")  # the home exists from here on
+    before = os.stat(home(server, client)).st_ctime_ns
+    search(client, "anything")
+    assert client.get("/v1/anchors").status_code == 200
+    client.post("/v1/anchors/resync")
+    assert os.stat(home(server, client)).st_ctime_ns == before

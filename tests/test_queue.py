@@ -314,10 +314,36 @@ def test_a_job_whose_outcome_cannot_be_recorded_runs_again_and_the_worker_lives(
     try:
         wait_for(lambda: runs == ["stubborn"] and blocker is not None, what="the first run")
         wait_for(lambda: workers.failures > 0, what="the refused write to be noticed")
+        health = workers.health()  # /health's "workers": the kind, what failed, and why
+        assert health["status"] == "failing" and health["unrecorded_outcomes"] >= 1
+        work = health["kinds"]["work"]
+        assert work["status"] == "failing" and work["doing"] == "recording"
+        assert "locked" in work["error"] and work["alive"] == work["threads"] == 1
         blocker.rollback()
         clock.advance(FAST.lease_s + 1)  # the lease of the unrecorded run expires
         wait_for(lambda: states(db) == {"stubborn": "done"}, what="the job to run again")
         assert runs == ["stubborn", "stubborn"]
+        wait_for(lambda: workers.health()["status"] == "ok", what="the worker to be ok again")
     finally:
         workers.stop()
         db.close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_worker_thread_that_ended_is_down_in_health(db):
+    """Nothing a handler raises ends a worker, short of what ends a thread (SystemExit);
+    should one end all the same, /health names its kind as down."""
+    add(db, "fatal")
+
+    def handler(job):
+        raise SystemExit("gone")
+
+    workers = run_workers(db, handler, concurrency=2)
+    try:
+        health = wait_for(
+            lambda: (h := workers.health())["status"] == "down" and h, what="the thread to end"
+        )
+        assert health["kinds"]["work"] == {"status": "down", "threads": 2, "alive": 1}
+        assert health["kinds"]["leases"]["status"] == "ok"
+    finally:
+        workers.stop()

@@ -49,6 +49,9 @@ class Resynced(BaseModel):
     unchanged: int
     embedded: int
     errors: list[str] = Field(description="Files that could not be read or indexed, and why.")
+    skipped: list[homes.SkippedFile] = Field(
+        description="Files not indexed because of their names, and why."
+    )
 
 
 class AnchorSearch(BaseModel):

@@ -12,7 +12,9 @@ The files are the memory; the index is a cache of them. A home is
     <each growth collection>/**/*.md                   journals       domain, on request
 
 Paths from callers are relative to the home. Absolute paths and `..` are refused, and a
-path is resolved (symlinks followed) and refused if it lands outside the home.
+path is resolved (symlinks followed) and refused if it lands outside the home. A file
+whose name is not valid UTF-8 cannot be stored or shown by its name: it is skipped, and
+`sources` says so.
 """
 
 from __future__ import annotations
@@ -46,6 +48,35 @@ class Source:
     kind: str  # anchor | fragment | memory | document | journal
     growth: bool = False
     category: str | None = None
+
+
+class SkippedFile(BaseModel):
+    """A file of the home the index does not hold, and why."""
+
+    path: str = Field(description="Relative to the home; bytes that are not UTF-8 as \\xNN.")
+    problem: str
+
+
+NAME_NOT_UTF8 = "its name is not valid UTF-8: rename it to have it indexed"
+
+
+def name_problem(relative: str) -> str | None:
+    """Why a file cannot be indexed under its name, or None. Python gives the bytes of a
+    name that is not UTF-8 as surrogates, which the database and JSON refuse."""
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return NAME_NOT_UTF8
+    return None
+
+
+def shown(relative: str) -> str:
+    """A name as text: bytes that are not UTF-8 as \\xNN."""
+    try:
+        raw = relative.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return relative.encode("utf-8", "backslashreplace").decode("ascii")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 @dataclass(frozen=True)
@@ -84,9 +115,12 @@ class Home:
                 return Source(relative, "domain", "document")
         return None
 
-    def sources(self, under: str | None = None) -> Iterator[tuple[Source, os.stat_result]]:
+    def sources(
+        self, under: str | None = None, skipped: list[SkippedFile] | None = None
+    ) -> Iterator[tuple[Source, os.stat_result]]:
         """Every indexable file in the home (or in its folder `under`), with its stat,
-        never leaving the home."""
+        never leaving the home. A file that would be indexed but for its name is added to
+        `skipped` instead."""
         tops = [WORD_PHOTOS, FRAGMENTS, MEMORY_DIR, *self.domain, *self.growth]
         if under is not None:
             tops = [under]
@@ -108,6 +142,11 @@ class Home:
                     if full.is_symlink() and not self.inside(full):
                         continue
                     seen.add(relative)
+                    problem = name_problem(relative)
+                    if problem is not None:
+                        if skipped is not None:
+                            skipped.append(SkippedFile(path=shown(relative), problem=problem))
+                        continue
                     yield source, full.stat()
 
     def inside(self, path: Path) -> bool:

@@ -23,6 +23,7 @@ import json
 import logging
 import re
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date
@@ -32,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from engine.search import chunks, embeddings, homes, vectors
-from engine.search.homes import Home, Source
+from engine.search.homes import Home, SkippedFile, Source
 from engine.store import queue, timestamps
 from engine.store.config import Settings
 from engine.store.db import Database
@@ -54,6 +55,7 @@ class SyncReport:
     unchanged: int = 0
     embedded: int = 0
     errors: list[str] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
 
     def count(self, outcome: str) -> None:
         if outcome in ("added", "updated", "removed", "unchanged"):
@@ -70,6 +72,9 @@ class IndexStats(BaseModel):
     approximate_index: str = Field(
         description="off, below_threshold, building, or ready (serving the dense side)."
     )
+    skipped: list[SkippedFile] = Field(
+        description="Files of the home not indexed, and why (a name that is not UTF-8)."
+    )
 
 
 class Index:
@@ -81,6 +86,8 @@ class Index:
         self.db = db
         self.cache = vectors.Cache(settings.search_ann_min_rows)
         self._warned = False  # about indexing without vectors, once
+        self._skipped: dict[str, dict[str, str]] = {}  # entity -> path shown -> problem
+        self._skipped_lock = threading.Lock()
 
     # --- the embedder ----------------------------------------------------------------
 
@@ -104,7 +111,8 @@ class Index:
         indexed, files gone removed. `rebuild` re-reads every file."""
         home = self.home(entity)
         report = SyncReport()
-        on_disk = {source.path: source for source, _ in home.sources()}
+        on_disk = {source.path: source for source, _ in home.sources(skipped=report.skipped)}
+        self._skipping(entity, report.skipped)
         indexed = {
             row["path"]
             for row in self.db.conn.execute(
@@ -137,6 +145,13 @@ class Index:
         relative = PurePosixPath(relative).as_posix()
         source = home.classify(relative)
         full = home.path(relative)
+        problem = homes.name_problem(relative)
+        if problem is not None:  # never indexed: it cannot be stored under its name
+            there = source is not None and full.is_file() and home.inside(full)
+            name = homes.shown(relative)
+            found = [SkippedFile(path=name, problem=problem)] if there else []
+            self._skipping(entity, found, scope=name)
+            return "skipped" if there else "ignored"
         if source is None or not full.is_file() or not home.inside(full):
             return self.remove_file(entity, relative) if source is not None else "ignored"
         try:
@@ -149,16 +164,49 @@ class Index:
         was moved or deleted)."""
         report = SyncReport()
         prefix = relative.rstrip("/") + "/"
-        rows = self.db.conn.execute(
-            "SELECT path FROM search_files WHERE entity = ? AND substr(path, 1, ?) = ?",
-            (entity, len(prefix), prefix),
-        ).fetchall()
+        rows = []
+        if homes.name_problem(prefix) is None:  # under such a name, nothing was indexed
+            rows = self.db.conn.execute(
+                "SELECT path FROM search_files WHERE entity = ? AND substr(path, 1, ?) = ?",
+                (entity, len(prefix), prefix),
+            ).fetchall()
         paths = {row["path"] for row in rows}
         home = self.home(entity)
-        paths |= {s.path for s, _ in home.sources(under=relative.rstrip("/"))}
+        under = relative.rstrip("/")
+        paths |= {s.path for s, _ in home.sources(under=under, skipped=report.skipped)}
+        self._skipping(entity, report.skipped, scope=homes.shown(under))
         for path in sorted(paths):
             report.count(self.sync_file(entity, path))
         return report
+
+    def skipped(self, entity: str | None = None) -> list[SkippedFile]:
+        """Files of the entity's home (or of every home) found but not indexed, and why."""
+        with self._skipped_lock:
+            chosen = [entity] if entity is not None else list(self._skipped)
+            return [
+                SkippedFile(path=path, problem=problem)
+                for name in chosen
+                for path, problem in sorted(self._skipped.get(name, {}).items())
+            ]
+
+    def _skipping(self, entity: str, found: list[SkippedFile], scope: str | None = None) -> None:
+        """Remember what a look at the home (or at the file or folder `scope` in it) found
+        not indexable, forgetting what is no longer there; each file is logged once, not
+        at every rescan."""
+        with self._skipped_lock:
+            known = self._skipped.setdefault(entity, {})
+            gone = {
+                path
+                for path in known
+                if scope is None or path == scope or path.startswith(scope + "/")
+            }
+            for skipped in found:
+                gone.discard(skipped.path)
+                if skipped.path not in known:
+                    log.warning("not indexing %s of %s: %s", skipped.path, entity, skipped.problem)
+                known[skipped.path] = skipped.problem
+            for path in gone:
+                del known[path]
 
     def remove_file(self, entity: str, relative: str) -> str:
         with self._applying(entity) as apply, self.db.write() as conn:
@@ -422,6 +470,7 @@ class Index:
             ),
             model=self.model,
             approximate_index=self.matrix(entity).index_state,
+            skipped=self.skipped(entity),
         )
 
     # --- everything ------------------------------------------------------------------

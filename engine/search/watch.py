@@ -7,6 +7,8 @@ reports changes within about a second, and each changed file or folder is re-che
 A full comparison also runs every PPS_SEARCH_RESCAN_S seconds, for changes a watcher
 can miss (an overflowing event queue, a network file system). Search itself never
 trusts the index alone: it checks every excerpt against the file before returning it.
+A watcher that fails (watchfiles cannot name a file whose name is not UTF-8) starts
+again after a full comparison; each failure is logged once.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from engine.store.db import ensure_private_dir
 log = logging.getLogger("pps.watch")
 
 _DEBOUNCE_MS = 300
+_WATCH_RETRY_S = 1.0
+_WATCH_FAILURES = 3
+"""Failures in a row, without a change or a quiet interval reported between them, after
+which the watcher gives way to rescans alone."""
 
 
 class Keeper:
@@ -34,6 +40,8 @@ class Keeper:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.ready = threading.Event()  # set once the start-up sync has run
+        self.syncs = 0  # full comparisons done (at start, after a failed watcher, rescans)
+        self.ticks = 0  # reports of the watcher: changes, or a quiet interval
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="search-keeper", daemon=True)
@@ -57,20 +65,43 @@ class Keeper:
                 log.warning("search for %s ranks by BM25 only for now: %s", entity, exc)
             except Exception:
                 log.exception("syncing the search index of %s failed", entity)
+        self.syncs += 1
 
     def _run(self) -> None:
         self.sync_all()
         self.ready.set()
-        if not self.settings.search_watch:
-            while not self._stop.wait(self.settings.search_rescan_s):
-                self.sync_all()
-            return
-        try:
-            self._watch()
-        except Exception:
-            log.exception("the file watcher stopped; changes are found by rescans only")
-            while not self._stop.wait(self.settings.search_rescan_s):
-                self.sync_all()
+        if self.settings.search_watch:
+            self._follow()
+        while not self._stop.wait(self.settings.search_rescan_s):
+            self.sync_all()
+
+    def _follow(self) -> None:
+        """Watch until stopped. A watcher that fails loses the changes it held: the homes
+        are compared with the index again and a new watcher starts. Each distinct failure
+        is logged once; one that keeps failing without reporting anything between gives
+        way to rescans."""
+        said: set[str] = set()
+        failures = 0
+        while not self._stop.is_set():
+            ticks = self.ticks
+            try:
+                self._watch()
+                return
+            except Exception as exc:
+                failures = failures + 1 if self.ticks == ticks else 1
+                why = f"{type(exc).__name__}: {exc}"
+                if failures >= _WATCH_FAILURES:
+                    log.error(
+                        "the file watcher keeps failing (%s); changes are found by rescans only",
+                        why,
+                    )
+                    return
+                if why not in said:
+                    said.add(why)
+                    log.warning("the file watcher failed (%s); it starts again", why)
+            if self._stop.wait(_WATCH_RETRY_S):
+                return
+            self.sync_all()
 
     def _watch(self) -> None:
         from watchfiles import watch
@@ -87,6 +118,7 @@ class Keeper:
             yield_on_timeout=True,
             raise_interrupt=False,
         ):
+            self.ticks += 1
             if not changes:
                 waited += min(rescan_ms, 5000) / 1000
                 if waited >= self.settings.search_rescan_s:

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sqlite3
+import stat
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.store import timestamps
+from engine.store.errors import Unavailable
 
 _HERE = Path(__file__).resolve().parent
 # A wheel carries the .sql files inside this package (pyproject.toml force-includes them);
@@ -25,6 +29,19 @@ _HERE = Path(__file__).resolve().parent
 _SHIPPED, _CHECKOUT = _HERE / "migrations", _HERE.parents[1] / "migrations"
 MIGRATIONS_DIR = _SHIPPED if _SHIPPED.is_dir() else _CHECKOUT
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_SQLITE_FULL = 13
+_ROOM_BYTES = 1024 * 1024
+"""Space that must be free again, in the database and on its disk, before a database
+that ran out of it is said to have room."""
+_ROOM_CHECK_S = 1.0
+
+
+@dataclass(frozen=True)
+class OutOfSpace:
+    """The last write failed for lack of space (SQLITE_FULL: the disk, or a size limit)."""
+
+    error: str
+    since: str
 
 
 @dataclass(frozen=True)
@@ -57,9 +74,10 @@ def migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) and make it 0700."""
+    """Create `path` (and parents) and make it 0700. A folder already 0700 is left alone:
+    a chmod is a change, and the file watcher would see one each time a home is used."""
     path.mkdir(parents=True, exist_ok=True)
-    path.chmod(0o700)
+    _private(path, 0o700)
     return path
 
 
@@ -70,8 +88,13 @@ def ensure_private_file(path: Path) -> Path:
     WAL under a live connection."""
     with suppress(FileExistsError):
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    path.chmod(0o600)
+    _private(path, 0o600)
     return path
+
+
+def _private(path: Path, mode: int) -> None:
+    if stat.S_IMODE(path.stat().st_mode) != mode:
+        path.chmod(mode)
 
 
 class Database:
@@ -85,6 +108,8 @@ class Database:
         self._write_lock = threading.Lock()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
+        self._out_of_space: OutOfSpace | None = None
+        self._room_checked = 0.0
         ensure_private_dir(path.parent)
         ensure_private_file(path)
 
@@ -121,16 +146,52 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction; committed when the block exits, rolled back on error."""
+        """One IMMEDIATE transaction; committed when the block exits, rolled back on error.
+        A write the database has no space for (a full disk) raises Unavailable("database")
+        and changes nothing."""
         conn = self.conn
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                # SQLite may have rolled back already (SQLITE_FULL can end the transaction).
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if not _is_full(exc):
+                    raise
+                if self._out_of_space is None:
+                    self._out_of_space = OutOfSpace(str(exc), timestamps.now())
+                raise Unavailable(
+                    "database",
+                    f"the disk is full ({exc}): nothing was written; try again once there is space",
+                ) from exc
+
+    def out_of_space(self) -> OutOfSpace | None:
+        """Why writes fail for lack of space, or None. Once one has failed, this checks
+        whether there is room again (a write of _ROOM_BYTES would fit, and the disk has
+        that much free; at most once a _ROOM_CHECK_S), so the answer recovers without
+        waiting for the next write. A small write that succeeds meanwhile proves nothing: a
+        full disk takes some."""
+        if self._out_of_space is not None and time.monotonic() >= self._room_checked:
+            self._room_checked = time.monotonic() + _ROOM_CHECK_S
+            if self._has_room():
+                self._out_of_space = None
+        return self._out_of_space
+
+    def _has_room(self) -> bool:
+        try:
+            if shutil.disk_usage(self.path.parent).free < _ROOM_BYTES:
+                return False
+            with self.write() as conn:
+                conn.execute("CREATE TABLE pps_room_probe (b BLOB)")
+                conn.execute("INSERT INTO pps_room_probe VALUES (zeroblob(?))", (_ROOM_BYTES,))
+                raise _Probed  # rolled back: the pages could be had
+        except _Probed:
+            return True
+        except (Unavailable, OSError, sqlite3.Error):
+            return False
 
     def schema_version(self) -> int:
         exists = self.conn.execute(
@@ -168,6 +229,16 @@ class Database:
                 conn.close()
             self._all.clear()
         self._local = threading.local()
+
+
+class _Probed(Exception):
+    pass
+
+
+def _is_full(exc: BaseException) -> bool:
+    """SQLITE_FULL: the disk is full, or the database reached its size limit."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.Error) and code is not None and code & 0xFF == _SQLITE_FULL
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -7,7 +7,8 @@ expires, and the job is claimed again. A job leaves the queue only as `done`, or
 `retry` (with `next_attempt_at`, exponential backoff with jitter from tenacity) or
 `waiting` (its handler raised `Pause`: no LLM configured, a key refused). A pause stops
 the whole (entity, kind) instead of burning attempts, until `pps queue retry` or a
-restart.
+restart. While the database has no space to write (a full disk), workers claim nothing
+until it has room again; `Workers.health()` says which kind cannot work, and why.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pydantic import BaseModel
 
 from engine.store import timestamps
 from engine.store.db import Database
+from engine.store.errors import Unavailable
 
 log = logging.getLogger("pps.queue")
 
@@ -260,6 +262,15 @@ def status(
 Handler = Callable[[Job], None]
 
 
+@dataclass
+class _Trouble:
+    """What last went wrong between a worker and the database, for /health."""
+
+    doing: str  # claiming, running, recording
+    error: str
+    since: str
+
+
 class Workers:
     """Worker threads, each serving one job kind: claim, run with a renewed lease, record
     the outcome. Started and stopped by engine.runtime with the server."""
@@ -269,10 +280,11 @@ class Workers:
         self.policy = policy
         self.owner = f"worker-{uuid.uuid4().hex[:8]}"
         self._handlers: list[tuple[str, Handler, int]] = []
-        self._threads: list[threading.Thread] = []
+        self._threads: dict[str, list[threading.Thread]] = {}
         self._stop = threading.Event()
         self._active: dict[int, Job] = {}
         self._active_lock = threading.Lock()
+        self._troubles: dict[str, _Trouble] = {}
         self.failures = 0
         """Outcomes the database refused to record (locked, full): each such job runs again
         once its lease expires, and the worker goes on."""
@@ -281,36 +293,73 @@ class Workers:
         self._handlers.append((kind, handler, concurrency))
 
     def start(self) -> None:
-        self._spawn(self._keep_leases, "lease-keeper")
+        self._spawn(self._keep_leases, "leases", "lease-keeper")
         for kind, handler, concurrency in self._handlers:
             for n in range(concurrency):
-                self._spawn(self._serve, f"{kind}-{n}", kind, handler)
+                self._spawn(self._serve, kind, f"{kind}-{n}", kind, handler)
 
-    def _spawn(self, target, name: str, *args) -> None:
+    def _spawn(self, target, group: str, name: str, *args) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         thread.start()
-        self._threads.append(thread)
+        self._threads.setdefault(group, []).append(thread)
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout)
+        for threads in self._threads.values():
+            for thread in threads:
+                thread.join(timeout)
         self._threads.clear()
+
+    def health(self) -> dict:
+        """The "workers" component of /health: per job kind, its threads alive and what
+        last went wrong with the database (claiming, running or recording a job), until a
+        job of that kind finishes with its outcome recorded. A thread that ended is down;
+        a database that refuses the workers' writes makes them failing."""
+        kinds, status = {}, "ok"
+        for group, threads in self._threads.items():
+            alive = sum(thread.is_alive() for thread in threads)
+            state = {"status": "ok", "threads": len(threads), "alive": alive}
+            trouble = self._troubles.get(group)
+            if trouble is not None:
+                state.update(status="failing", doing=trouble.doing, error=trouble.error)
+                state["since"] = trouble.since
+            if alive < len(threads) and not self._stop.is_set():
+                state["status"] = "down"
+            kinds[group] = state
+        if any(k["status"] == "down" for k in kinds.values()):
+            status = "down"
+        elif any(k["status"] == "failing" for k in kinds.values()):
+            status = "failing"
+        return {"status": status, "unrecorded_outcomes": self.failures, "kinds": kinds}
+
+    def _trouble(self, kind: str, doing: str, exc: BaseException) -> None:
+        previous = self._troubles.get(kind)
+        since = previous.since if previous is not None else timestamps.now()
+        self._troubles[kind] = _Trouble(doing, f"{type(exc).__name__}: {exc}"[:500], since)
 
     def _serve(self, kind: str, handler: Handler) -> None:
         while not self._stop.is_set():
+            if self.db.out_of_space() is not None:  # wait for room, not burn attempts
+                self._stop.wait(self.policy.poll_s)
+                continue
             try:
                 job = claim(self.db, kind, self.owner, self.policy)
-            except sqlite3.Error:
+            except Exception as exc:  # locked, full: claimed again at the next poll
+                self._trouble(kind, "claiming", exc)
                 log.exception("claiming a %s job failed", kind)
                 job = None
+            else:
+                trouble = self._troubles.get(kind)
+                if trouble is not None and trouble.doing == "claiming":
+                    del self._troubles[kind]
             if job is None:
                 self._stop.wait(self.policy.poll_s)
                 continue
             try:
                 self.run(job, handler)
-            except Exception:  # no exception ends a worker: the job is still leased
+            except Exception as exc:  # no exception ends a worker: the job is still leased
                 self.failures += 1
+                self._trouble(kind, "recording", exc)
                 log.exception(
                     "the outcome of %s job %s could not be recorded; it runs again when its"
                     " lease expires",
@@ -328,17 +377,22 @@ class Workers:
         except Pause as exc:
             pause(self.db, job, self.owner, exc.reason)
             log.warning("%s job %s paused for %s: %s", job.kind, job.id, job.entity, exc.reason)
-            return "waiting"
+            state = "waiting"
         except Exception as exc:
             state = fail(self.db, job, self.owner, exc, self.policy)
             log.warning("%s job %s failed (%s): %s", job.kind, job.id, state, exc)
-            return state
+            if _database_refused(exc):  # the worker cannot do its work, not the job
+                self._trouble(job.kind, "running", exc)
+                return state
+        else:
+            if not complete(self.db, job, self.owner):
+                log.warning("%s job %s finished after its lease was lost", job.kind, job.id)
+            state = "done"
         finally:
             with self._active_lock:
                 self._active.pop(job.id, None)
-        if not complete(self.db, job, self.owner):
-            log.warning("%s job %s finished after its lease was lost", job.kind, job.id)
-        return "done"
+        self._troubles.pop(job.kind, None)
+        return state
 
     def _keep_leases(self) -> None:
         """Renew the lease of every running job a third of the way through it."""
@@ -348,8 +402,18 @@ class Workers:
             for job in running:
                 try:
                     renew(self.db, job, self.owner, self.policy)
-                except sqlite3.Error:
+                except Exception as exc:
+                    self._trouble("leases", "renewing", exc)
                     log.exception("renewing the lease of job %s failed", job.id)
+                else:
+                    self._troubles.pop("leases", None)
+
+
+def _database_refused(exc: BaseException) -> bool:
+    """Whether a handler failed because the database refused a write (locked, full)."""
+    return isinstance(exc, sqlite3.Error) or (
+        isinstance(exc, Unavailable) and exc.component == "database"
+    )
 
 
 def _mine(conn: sqlite3.Connection, job: Job, owner: str, assignments: str, *values) -> bool:

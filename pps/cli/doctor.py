@@ -1,10 +1,12 @@
 """`pps doctor`: what works, and why not.
 
 One line per component, printed as soon as it is checked: the database, the service, the
-graph, the LLM, the embedding model. With a server running on the data dir (it holds the
-data dir's lock, which names its port), each component gets one verdict: the worse of
-what the server reports and what this command finds, with both reasons. Without one,
-the graph is checked here (the embedded FalkorDB started and stopped, under the lock).
+graph, the LLM, the embedding model, then what only a server knows: its workers and the
+files of the homes it could not index. With a server running on the data dir (it holds
+the data dir's lock, which names its port), each component gets one verdict: the worse
+of what the server reports (a full disk, say) and what this command finds, with both
+reasons. Without one, the graph is checked here (the embedded FalkorDB started and
+stopped, under the lock).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from engine.store.db import Database
 from engine.store.lock import SERVE, DataDirBusy, DataDirLock, owner
 from pps.cli.options import DataDir, Port, settings_for
 
-BAD = ("down", "refused", "failing")
-_RANK = {"failing": 1, "refused": 2, "down": 2}
+BAD = ("down", "refused", "failing", "full")
+_RANK = {"failing": 1, "full": 2, "refused": 2, "down": 2}
 
 
 def doctor(data_dir: DataDir = None, port: Port = None) -> None:
@@ -31,6 +33,7 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
     report = _Report()
     typer.echo(f"{'data dir':12} {settings.data_dir!s}  ({_why_this_dir(data_dir, settings)})")
 
+    service, served = _service(settings)
     db = None
     try:
         db = Database.open(settings)
@@ -39,8 +42,10 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
         database["data_dir_mode"] = oct(mode)
     except Exception as exc:  # what is wrong is the answer
         database = {"status": "down", "error": f"{type(exc).__name__}: {exc}"}
+    if (served or {}).get("database", {}).get("status", "ok") != "ok":  # full, say
+        database = _one(database, served, "database")
     report.line("database", database)
-    served = _service(settings, report)
+    report.line("service", service)
     report.line("graph", _one(_graph_here(settings, db) if served is None else {}, served, "graph"))
 
     from engine.llm import client as llm
@@ -53,6 +58,9 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
     with contextlib.suppress(embeddings.Unavailable):  # status() says why
         embeddings.get(settings)
     report.line("embeddings", _one(embeddings.status(settings), served, "embeddings"))
+    for name, state in (served or {}).items():  # what only the server knows
+        if name not in ("database", "graph", "llm", "embeddings"):
+            report.line(name, _workers(state) if name == "workers" else state)
     if report.bad:
         raise typer.Exit(1)
 
@@ -78,9 +86,9 @@ def _why_this_dir(given, settings) -> str:
     return "the default: your data folder; --data-dir or PPS_DATA_DIR for another"
 
 
-def _service(settings, report: _Report) -> dict | None:
-    """The /health components of the server holding the data dir, or None when no server
-    runs on it. Prints the service's line."""
+def _service(settings) -> tuple[dict, dict | None]:
+    """The service's line, and the /health components of the server holding the data
+    dir (None when no server runs on it)."""
     import httpx
 
     from ingest.client import service_url
@@ -92,28 +100,20 @@ def _service(settings, report: _Report) -> dict | None:
             served = httpx.get(f"{holder.url}/health", timeout=5).json()
             components = served["components"]
         except (httpx.HTTPError, ValueError, KeyError) as exc:
-            report.line("service", {"status": "down", **where, "error": f"/health: {exc}"})
-            return None
-        report.line("service", {"status": "running", **where})
-        return components
+            return {"status": "down", **where, "error": f"/health: {exc}"}, None
+        return {"status": "running", **where}, components
     if holder is not None:
-        report.line("service", {"status": "not running", "data_dir": f"in use by {holder}"})
-        return None
+        return {"status": "not running", "data_dir": f"in use by {holder}"}, None
     url = service_url(settings)
     try:
         httpx.get(f"{url}/health", timeout=3).raise_for_status()
     except httpx.HTTPError:
-        report.line("service", {"status": "not running", "url": url})
-        return None
-    report.line(
-        "service",
-        {
-            "status": "not running",
-            "note": f"no server runs on this data dir; {url} answers, but it serves another"
-            " (its entities and tokens are not these)",
-        },
+        return {"status": "not running", "url": url}, None
+    note = (
+        f"no server runs on this data dir; {url} answers, but it serves another"
+        " (its entities and tokens are not these)"
     )
-    return None
+    return {"status": "not running", "note": note}, None
 
 
 def _graph_here(settings, db: Database | None) -> dict:
@@ -157,6 +157,20 @@ def _one(here: dict, served: dict | None, name: str) -> dict:
         why = other.get("error") or other.get("reason")
         verdict[other_is] = other.get("status") + (f" ({why})" if why else "")
     return verdict
+
+
+def _workers(served: dict) -> dict:
+    """The server's workers on one line: each job kind that is not ok, and why."""
+    line = {"status": served.get("status")}
+    for kind, state in served.get("kinds", {}).items():
+        if state.get("status") == "down":
+            line[kind] = f"down ({state.get('alive')} of {state.get('threads')} threads alive)"
+        elif state.get("status") != "ok":
+            doing, error = state.get("doing"), state.get("error")
+            line[kind] = f"{state.get('status')} since {state.get('since')} ({doing}: {error})"
+    if served.get("unrecorded_outcomes"):
+        line["unrecorded_outcomes"] = served["unrecorded_outcomes"]
+    return line
 
 
 def _llm(here: dict, described: dict, served: dict | None) -> dict:

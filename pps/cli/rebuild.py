@@ -95,5 +95,7 @@ def reindex(
             )
             for error in report.errors:
                 bar.console.print(f"{name}: could not read {error}")
+            for skipped in report.skipped:
+                bar.console.print(f"{name}: skipped {skipped.path}: {skipped.problem}")
     if unavailable:
         fail(f"files and words are indexed, but not by meaning: {unavailable}")
