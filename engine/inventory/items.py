@@ -11,20 +11,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from engine.capture.patterns import CHANNEL_PATTERN
 from engine.store import timestamps
 from engine.store.db import Database
 from engine.store.errors import InputError, NotFound
+from engine.store.requests import Request
 
 NAME = Field(min_length=1, max_length=200)
 CATEGORY = Field(pattern=r"^[a-z0-9][a-z0-9 _-]{0,63}$", description="e.g. wardrobe, symbols")
 
 
-class ItemIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ItemIn(Request):
     name: str = NAME
     category: str = CATEGORY
     subcategory: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9 _-]{0,63}$")
@@ -50,17 +49,13 @@ class Saved(BaseModel):
     created: bool
 
 
-class SpaceIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SpaceIn(Request):
     name: str = NAME
     description: str = Field("", max_length=256 * 1024, description="Markdown.")
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
 
 
-class SpaceUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SpaceUpdate(Request):
     description: str | None = Field(None, max_length=256 * 1024)
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
 
@@ -100,18 +95,14 @@ class Spaces(BaseModel):
 # --- what callers ask (every face builds these; limits and defaults live here) ---
 
 
-class ItemQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ItemQuery(Request):
     category: str | None = Field(None, max_length=64)
     subcategory: str | None = Field(None, max_length=64)
     limit: int = Field(100, ge=1, le=1000)
 
 
-class ItemRef(BaseModel):
+class ItemRef(Request):
     """One item: by name, and by category too when two categories share the name."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = NAME
     category: str | None = Field(None, max_length=64)
