@@ -240,3 +240,37 @@ def test_every_mcp_tool_takes_only_the_json_kind_its_schema_declares(server, cli
 
     failures = [f for path in PATHS.values() for f in session(server.url + path, token, script)]
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("get", "/v1/nope"), ("patch", "/v1/spaces/kitchen/pantry"), ("get", "/nope"), ("get", "/v1")],
+)
+def test_an_unknown_route_is_a_404_in_the_one_error_shape(client, method, path):
+    response = client.request(method, path)
+    assert response.status_code == 404, response.text
+    body = response.json()
+    assert body["error"] == "not_found"
+    assert [p["field"] for p in body["problems"]] == ["path"]
+    assert path in body["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("delete", "/v1/spaces", "GET, POST"),
+        ("put", "/v1/events", "GET, POST"),
+        ("get", "/v1/anchors/x.md", "DELETE"),
+        ("put", "/v1/inventory/item", "GET, DELETE"),
+    ],
+)
+def test_a_method_a_route_does_not_take_is_a_405_listing_every_one_it_does(
+    client, method, path, allowed
+):
+    response = client.request(method, path)
+    assert response.status_code == 405, response.text
+    assert response.headers["Allow"] == allowed
+    body = response.json()
+    assert body["error"] == "method_not_allowed"
+    [problem] = body["problems"]
+    assert problem["field"] == "method" and allowed in problem["problem"]

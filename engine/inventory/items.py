@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from engine.capture.patterns import CHANNEL_PATTERN
 from engine.store import timestamps
 from engine.store.db import Database
-from engine.store.errors import InputError, NotFound
+from engine.store.errors import Conflict, InputError, NotFound
 from engine.store.requests import Request
 
 NAME = Field(min_length=1, max_length=200)
@@ -50,9 +50,20 @@ class Saved(BaseModel):
 
 
 class SpaceIn(Request):
-    name: str = NAME
+    name: str = Field(min_length=1, max_length=200, description="Its URL: /v1/spaces/{name}.")
     description: str = Field("", max_length=256 * 1024, description="Markdown.")
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
+
+    @field_validator("name")
+    @classmethod
+    def _one_path_segment(cls, value: str) -> str:
+        """A space is reached at /v1/spaces/{name}: a '/' in its name would make a path
+        no route matches, and clients fold '.' and '..' away before sending."""
+        if "/" in value:
+            raise ValueError("must not contain '/': the name is a part of the space's URL")
+        if value in (".", ".."):
+            raise ValueError(f"{value!r} can not name a space: clients drop it from URLs")
+        return value
 
 
 class SpaceUpdate(Request):
@@ -200,7 +211,7 @@ def add_space(db: Database, entity: str, space: SpaceIn) -> Space:
         if conn.execute(
             "SELECT 1 FROM spaces WHERE entity = ? AND name = ?", (entity, space.name)
         ).fetchone():
-            raise InputError.of("name", f"a space named {space.name!r} exists; use update_space")
+            raise Conflict(f"a space named {space.name!r} exists; use update_space", "name")
         conn.execute(
             "INSERT INTO spaces (entity, name, description, channel, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, ?, ?)",
