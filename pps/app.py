@@ -158,7 +158,11 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 def _methods_at(request: Request) -> list[str]:
     """Every method some route serves at the request's path."""
-    scope = {key: request.scope[key] for key in ("type", "path", "root_path")}
+    scope = {
+        "type": "http",
+        "path": request.scope["path"],
+        "root_path": request.scope.get("root_path", ""),
+    }
     return [
         method
         for method in _METHODS

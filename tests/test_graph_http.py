@@ -226,10 +226,10 @@ def test_one_entity_never_reaches_anothers_graph(server, healthy):
 
 def test_explore_finds_a_name_in_any_case_and_nothing_else(server, healthy):
     """An unknown name is a 404 naming it, over REST and MCP, not the nearest entity."""
-    mira = Entity(server, "mira")
-    mira.say("Mira keeps a Telescope in Flagstaff.")
-    mira.ingested()
-    with mira.http as http:
+    bellatrix = Entity(server, "bellatrix")
+    bellatrix.say("Bellatrix keeps a Telescope in Flagstaff.")
+    bellatrix.ingested()
+    with bellatrix.http as http:
         for asked in ("Flagstaff", "flagstaff", "FLAGSTAFF"):
             found = http.get("/v1/texture/explore", params={"entity_name": asked})
             assert found.status_code == 200, (asked, found.text)
@@ -247,7 +247,7 @@ def test_explore_finds_a_name_in_any_case_and_nothing_else(server, healthy):
             await call(client, "texture_explore", entity_name="Flagstaff Arizona")
         return str(refused.value)
 
-    refusal = session(f"{server.url}/mcp", mira.token, explore)
+    refusal = session(f"{server.url}/mcp", bellatrix.token, explore)
     assert "not found: no entity named 'Flagstaff Arizona' in the graph" in refusal
 
 

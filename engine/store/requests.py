@@ -34,7 +34,7 @@ def kind_problem(kind: str | None, value: Any) -> str | None:
     return None
 
 
-def json_kind(annotation: Any) -> str | None:
+def _json_kind(annotation: Any) -> str | None:
     """The JSON kind a field's type declares (`int | None` -> integer), if just one."""
     union = get_origin(annotation) in (Union, UnionType)
     members = [m for m in (get_args(annotation) if union else (annotation,)) if m is not NoneType]
@@ -50,7 +50,7 @@ class Request(BaseModel):
     @field_validator("*", mode="wrap")
     @classmethod
     def _json_kinds(cls, value: Any, handler, info: ValidationInfo) -> Any:
-        kind = json_kind(cls.model_fields[info.field_name].annotation)
+        kind = _json_kind(cls.model_fields[info.field_name].annotation)
         if kind is None:
             return handler(value)
         problem = kind_problem(kind, value)
