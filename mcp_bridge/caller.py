@@ -34,6 +34,7 @@ from engine.store.errors import (
     describe,
     field_path,
 )
+from engine.store.requests import kind_problem
 
 # What a tool does to memory, for the client to show and to ask before.
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -78,20 +79,17 @@ class _Server(MCPServer):
     `call_tool` is where every call passes, so that error is rewritten here, keeping the
     cause (the SDK logs the names of the refused fields from it). Arguments the tool does
     not take are refused too, rather than silently ignored (a misspelt `limt` would
-    otherwise change nothing and say nothing)."""
+    otherwise change nothing and say nothing), and so are numbers and flags not of the
+    JSON kind the tool's schema declares, before the SDK would convert them."""
 
-    _accepted: dict[str, frozenset[str]] | None = None
+    _schemas: dict[str, dict[str, dict]] | None = None
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> Any:
-        unknown = sorted(set(arguments) - await self._arguments_of(name, arguments))
-        if unknown:
-            taken = ", ".join(sorted(self._accepted.get(name, ()))) or "no arguments"
-            problems = InputError([FieldProblem(u, "unknown argument") for u in unknown])
-            raise ToolError(
-                f"Error executing tool {name}: invalid input: {problems} ({name} takes {taken})"
-            )
+        declared = await self._arguments_of(name)
+        if declared is not None:
+            self._refuse_undeclared(name, declared, arguments)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -102,15 +100,40 @@ class _Server(MCPServer):
                 f"Error executing tool {name}: invalid input: {argument_problems(cause)}"
             ) from cause
 
-    async def _arguments_of(self, name: str, arguments: dict[str, Any]) -> frozenset[str]:
-        """The argument names the tool's input schema declares (all given ones for a tool
-        this server does not have: the SDK answers that itself)."""
-        if self._accepted is None:
-            self._accepted = {
-                tool.name: frozenset((tool.input_schema or {}).get("properties", {}))
+    @staticmethod
+    def _refuse_undeclared(name: str, declared: dict[str, dict], arguments: dict) -> None:
+        """Refuse arguments the tool does not declare, and values not of the JSON kind
+        its schema declares (engine/store/requests.py: the SDK would read `true` as 1)."""
+        unknown = sorted(set(arguments) - set(declared))
+        if unknown:
+            taken = ", ".join(sorted(declared)) or "no arguments"
+            problems = InputError([FieldProblem(u, "unknown argument") for u in unknown])
+            raise ToolError(
+                f"Error executing tool {name}: invalid input: {problems} ({name} takes {taken})"
+            )
+        wrong = [
+            FieldProblem(argument, problem)
+            for argument, value in arguments.items()
+            if (problem := kind_problem(_schema_kind(declared[argument]), value))
+        ]
+        if wrong:
+            raise ToolError(f"Error executing tool {name}: invalid input: {InputError(wrong)}")
+
+    async def _arguments_of(self, name: str) -> dict[str, dict] | None:
+        """The arguments the tool's input schema declares, each with its schema (None
+        for a tool this server does not have: the SDK answers that itself)."""
+        if self._schemas is None:
+            self._schemas = {
+                tool.name: (tool.input_schema or {}).get("properties", {})
                 for tool in await self.list_tools()
             }
-        return self._accepted.get(name, frozenset(arguments))
+        return self._schemas.get(name)
+
+
+def _schema_kind(schema: dict) -> str | None:
+    """The one JSON type an argument's schema declares (`anyOf` with null included)."""
+    kinds = {option.get("type") for option in schema.get("anyOf", [schema])} - {"null"}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 _JSON_KINDS = {

@@ -243,7 +243,8 @@ def texture_search(
 @tool(annotations=READ)
 def texture_explore(ctx: Context, entity_name: str, depth: int = 1, limit: int = 50) -> dict:
     """An entity in your graph and the facts around it, up to `depth` hops: use it after
-    a search hit to get the whole story of a thing."""
+    a search hit to get the whole story of a thing. Give the entity's name as the graph
+    has it (a fact's source or target; any case): another name is not found."""
     me = caller(ctx)
     with tool_errors():
         query_ = texture.ExploreQuery(entity_name=entity_name, depth=depth, limit=limit)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from engine.runtime import Runtime
 from engine.store.config import Settings
@@ -128,7 +131,25 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Conflict)
     async def conflict(request: Request, exc: Conflict):
-        return problem_response(409, "conflict", [FieldProblem("body", str(exc))])
+        return problem_response(409, "conflict", [FieldProblem(exc.field, str(exc))])
+
+    @app.exception_handler(StarletteHTTPException)
+    async def no_route(request: Request, exc: StarletteHTTPException):
+        """What routing answers itself: no route at the path (404), or none for the
+        method (405, with every method the path takes: Starlette names one route's)."""
+        path = request.url.path
+        if exc.status_code == 405:
+            allowed = ", ".join(_methods_at(request))
+            problem = f"{request.method} is not served at {path}; it takes {allowed}"
+            return problem_response(
+                405, "method_not_allowed", [FieldProblem("method", problem)], Allow=allowed
+            )
+        if exc.status_code == 404:
+            problems = [FieldProblem("path", f"nothing is served at {path}")]
+            return problem_response(404, "not_found", problems)
+        error = HTTPStatus(exc.status_code).phrase.lower().replace(" ", "_")
+        problems = [FieldProblem("request", str(exc.detail))]
+        return problem_response(exc.status_code, error, problems, **(exc.headers or {}))
 
     @app.exception_handler(BadUpstream)
     async def bad_upstream(request: Request, exc: BadUpstream):
@@ -138,6 +159,26 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def unavailable(request: Request, exc: Unavailable):
         problems = [FieldProblem(exc.component, str(exc))]
         return problem_response(503, "unavailable", problems, **{"Retry-After": "10"})
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _methods_at(request: Request) -> list[str]:
+    """Every method some route serves at the request's path."""
+    scope = {
+        "type": "http",
+        "path": request.scope["path"],
+        "root_path": request.scope.get("root_path", ""),
+    }
+    return [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**scope, "method": method})[0] is Match.FULL
+            for route in request.app.router.routes
+        )
+    ]
 
 
 class BodyLimit:

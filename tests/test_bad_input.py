@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import random
 
+import httpx
 import pytest
 
+from mcp_bridge import PATHS
 from tests.conftest import connect
+from tests.mcp_client import ToolFailed, call, session
 
 GOOD = {"channel": "terminal", "content": "hello"}
 KIB = 1024
@@ -143,3 +146,131 @@ def test_random_malformed_events_never_cause_a_500(client):
         if response.status_code != 200:
             assert response.json()["problems"], response.text
     assert 422 in statuses
+
+
+# --- numbers and flags as JSON has them (issue 15) ---
+
+INT64_PAST = 2**63  # one past SQLite's largest integer
+
+
+def _json_kind(schema: dict) -> str | None:
+    """The one JSON type a schema (or its anyOf with null) declares, else None."""
+    kinds = {option.get("type") for option in schema.get("anyOf", [schema])} - {"null"}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _typed_fields(openapi: dict):
+    """(method, path, 'query' or 'body', field, JSON kind) of every route's field."""
+    schemas = openapi["components"]["schemas"]
+    for path, operations in openapi["paths"].items():
+        concrete = path.replace("{", "").replace("}", "")  # /v1/spaces/{name} -> /v1/spaces/name
+        for method, operation in operations.items():
+            for param in operation.get("parameters", []):
+                if param["in"] == "query":
+                    yield method, concrete, "query", param["name"], _json_kind(param["schema"])
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            schema = body["schema"] if body else {}
+            for ref in filter(None, (s.get("$ref") for s in schema.get("anyOf", [schema]))):
+                properties = schemas[ref.rsplit("/", 1)[-1]].get("properties", {})
+                for name, schema in properties.items():
+                    yield method, concrete, "body", name, _json_kind(schema)
+
+
+def _refusal(response, field: str) -> str | None:
+    """Why `response` is not a 422 naming `field` (for a reason other than its absence)."""
+    if response.status_code != 422:
+        return f"{response.status_code}: {response.text[:200]}"
+    problems = response.json()["problems"]
+    if not any(p["field"] == field and p["problem"] != "required" for p in problems):
+        return f"422 without {field}: {problems}"
+    return None
+
+
+def test_every_number_and_flag_field_takes_only_its_json_kind(client):
+    """Where a route takes a whole number, `true` is refused (Python would read it as 1)
+    and so is one past 64 bits (SQLite's integers); where it takes a number, `true` is
+    refused; where it takes true or false, 1 is refused. Each a 422 naming the field."""
+    openapi = client.get("/openapi.json").json()
+    bad = {"integer": [True, INT64_PAST, -INT64_PAST - 1], "number": [True], "boolean": [1, 0.0]}
+    failures, tried = [], 0
+    for method, path, where, field, kind in _typed_fields(openapi):
+        for value in bad.get(kind, []):
+            if where == "query" and kind != "integer":
+                continue  # a query string has no JSON kinds ('1' is a fine flag there)
+            sent = {"params": {field: str(value)}} if where == "query" else {"json": {field: value}}
+            try:
+                why = _refusal(client.request(method, path, **sent), field)
+            except httpx.TransportError as exc:  # a 500 may leave the connection dead
+                why = f"no answer: {exc!r}"
+            tried += 1
+            if why:
+                failures.append(f"{method.upper()} {path} {field}={value!r}: {why}")
+    assert tried > 40
+    assert not failures, "\n".join(failures)
+
+
+def test_an_offset_past_64_bits_is_a_422_naming_it(client):
+    response = client.get("/v1/turns/since-summary", params={"offset": str(INT64_PAST)})
+    assert response.status_code == 422, response.text
+    assert response.json()["error"] == "invalid_input"
+    [problem] = response.json()["problems"]
+    assert problem["field"] == "offset" and "64-bit" in problem["problem"]
+
+
+def test_every_mcp_tool_takes_only_the_json_kind_its_schema_declares(server, client):
+    """The same over MCP, on every profile: the SDK would turn `true` into 1 (and 1 into
+    true) before a tool ran. Each refusal is a tool error naming the argument."""
+    token = client.headers["Authorization"].removeprefix("Bearer ")
+    bad = {"integer": [True, INT64_PAST], "number": [True], "boolean": [1]}
+
+    async def script(session_) -> list[str]:
+        failures = []
+        for tool in (await session_.list_tools()).tools:
+            for argument, schema in tool.input_schema.get("properties", {}).items():
+                for value in bad.get(_json_kind(schema), []):
+                    try:
+                        answer = await call(session_, tool.name, **{argument: value})
+                    except ToolFailed as refused:
+                        text = str(refused)
+                        if "invalid input" in text and f"{argument}: " in text:
+                            continue
+                        answer = text
+                    failures.append(f"{tool.name}({argument}={value!r}): {answer}"[:300])
+        return failures
+
+    failures = [f for path in PATHS.values() for f in session(server.url + path, token, script)]
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("get", "/v1/nope"), ("patch", "/v1/spaces/kitchen/pantry"), ("get", "/nope"), ("get", "/v1")],
+)
+def test_an_unknown_route_is_a_404_in_the_one_error_shape(client, method, path):
+    response = client.request(method, path)
+    assert response.status_code == 404, response.text
+    body = response.json()
+    assert body["error"] == "not_found"
+    assert [p["field"] for p in body["problems"]] == ["path"]
+    assert path in body["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("delete", "/v1/spaces", "GET, POST"),
+        ("put", "/v1/events", "GET, POST"),
+        ("get", "/v1/anchors/x.md", "DELETE"),
+        ("put", "/v1/inventory/item", "GET, DELETE"),
+    ],
+)
+def test_a_method_a_route_does_not_take_is_a_405_listing_every_one_it_does(
+    client, method, path, allowed
+):
+    response = client.request(method, path)
+    assert response.status_code == 405, response.text
+    assert response.headers["Allow"] == allowed
+    body = response.json()
+    assert body["error"] == "method_not_allowed"
+    [problem] = body["problems"]
+    assert problem["field"] == "method" and allowed in problem["problem"]

@@ -224,6 +224,33 @@ def test_one_entity_never_reaches_anothers_graph(server, healthy):
     assert fact["uuid"] not in {f["uuid"] for f in owner.search("Cello Prague").json()["facts"]}
 
 
+def test_explore_finds_a_name_in_any_case_and_nothing_else(server, healthy):
+    """An unknown name is a 404 naming it, over REST and MCP, not the nearest entity."""
+    bellatrix = Entity(server, "bellatrix")
+    bellatrix.say("Bellatrix keeps a Telescope in Flagstaff.")
+    bellatrix.ingested()
+    with bellatrix.http as http:
+        for asked in ("Flagstaff", "flagstaff", "FLAGSTAFF"):
+            found = http.get("/v1/texture/explore", params={"entity_name": asked})
+            assert found.status_code == 200, (asked, found.text)
+            assert found.json()["center"]["name"] == "Flagstaff"
+        for asked in ("Flagstaff Arizona", "the Telescope", "Flag"):
+            missing = http.get("/v1/texture/explore", params={"entity_name": asked})
+            assert missing.status_code == 404, (asked, missing.text)
+            assert missing.json()["problems"] == [
+                {"field": "entity_name", "problem": f"no entity named {asked!r} in the graph"}
+            ]
+
+    async def explore(client) -> str:
+        assert (await call(client, "texture_explore", entity_name="telescope"))["center"]
+        with pytest.raises(ToolFailed) as refused:
+            await call(client, "texture_explore", entity_name="Flagstaff Arizona")
+        return str(refused.value)
+
+    refusal = session(f"{server.url}/mcp", bellatrix.token, explore)
+    assert "not found: no entity named 'Flagstaff Arizona' in the graph" in refusal
+
+
 def test_llm_500_three_times_then_recovers_lands_once(server, healthy):
     sirius = Entity(server, "sirius")
     healthy.fail("500", times=3)

@@ -128,3 +128,36 @@ def test_using_a_home_does_not_touch_it(server, client):
     assert client.get("/v1/anchors").status_code == 200
     client.post("/v1/anchors/resync")
     assert os.stat(home(server, client)).st_ctime_ns == before
+
+
+def test_a_name_too_long_for_the_file_system_is_a_4xx_naming_it(server, client):
+    (home(server, client) / "word_photos").mkdir(parents=True)
+    long = "x" * 300 + ".md"
+    read = client.get("/v1/files", params={"path": long})
+    assert read.status_code == 422, read.text
+    assert read.json()["problems"][0]["field"] == "path"
+    assert "too long" in read.json()["problems"][0]["problem"]
+    gone = client.delete(f"/v1/anchors/{long}")
+    assert gone.status_code == 422, gone.text
+    assert gone.json()["problems"][0]["field"] == "name"
+
+
+def test_a_symlink_loop_in_a_home_is_refused_where_named_and_skipped_elsewhere(server, client):
+    folder = home(server, client) / "memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "loop.md").symlink_to(folder / "loop.md")
+    (folder / "a.md").symlink_to(folder / "b.md")
+    (folder / "b.md").symlink_to(folder / "a.md")
+    (folder / "fine.md").write_text("An ordinary note.\n")
+    for path in ("memory/loop.md", "memory/a.md", "memory/loop.md/x.md"):
+        read = client.get("/v1/files", params={"path": path})
+        assert read.status_code == 422, (path, read.text)
+        problem = read.json()["problems"][0]
+        assert problem["field"] == "path" and "symlink loop" in problem["problem"], problem
+    assert client.get("/v1/files", params={"path": "memory/fine.md"}).status_code == 200
+    (home(server, client) / "word_photos").symlink_to(home(server, client) / "word_photos")
+    saved = client.post("/v1/anchors", json={"title": "t", "content": "c"})
+    assert saved.status_code == 422, saved.text
+    assert "loop" in saved.json()["problems"][0]["problem"]
+    assert client.get("/v1/anchors").json()["anchors"] == []
+    assert client.get("/health").status_code == 200

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from tests.mcp_client import ToolFailed, call, session
+
 
 def test_wardrobe_round_trip(client):
     robe = {
@@ -81,10 +85,38 @@ def test_bad_inventory_input(client):
         assert response.status_code == 422, response.text
         assert field in [p["field"] for p in response.json()["problems"]]
     assert client.get("/v1/inventory").json()["items"] == []
-    client.post("/v1/spaces", json={"name": "kitchen"})
-    duplicate = client.post("/v1/spaces", json={"name": "kitchen"})
-    assert duplicate.status_code == 422
     assert client.post("/v1/spaces/attic/enter").status_code == 404
+
+
+def test_a_second_space_of_the_same_name_is_a_409_and_changes_nothing(client):
+    client.post("/v1/spaces", json={"name": "kitchen", "description": "Bread."})
+    duplicate = client.post("/v1/spaces", json={"name": "kitchen", "description": "Soup."})
+    assert duplicate.status_code == 409, duplicate.text
+    assert duplicate.json()["error"] == "conflict"
+    [problem] = duplicate.json()["problems"]
+    assert problem["field"] == "name" and "exists" in problem["problem"]
+    [kitchen] = client.get("/v1/spaces").json()["spaces"]
+    assert kitchen["description"] == "Bread."
+
+
+@pytest.mark.parametrize("name", ["kitchen/pantry", "/", ".", ".."])
+def test_a_space_name_that_cannot_be_a_url_path_segment_is_refused(server, client, name):
+    """A space is reached at /v1/spaces/{name}: a name with '/' (or '.', '..', which
+    clients fold away) could be added but never updated or entered."""
+    added = client.post("/v1/spaces", json={"name": name})
+    assert added.status_code == 422, added.text
+    [problem] = added.json()["problems"]
+    assert problem["field"] == "name", problem
+    assert client.get("/v1/spaces").json()["spaces"] == []
+    token = client.headers["Authorization"].removeprefix("Bearer ")
+
+    async def script(session_):
+        with pytest.raises(ToolFailed) as refused:
+            await call(session_, "add_space", name=name)
+        return str(refused.value)
+
+    assert "invalid input: name: " in session(f"{server.url}/mcp", token, script)
+    assert client.get("/v1/spaces").json()["spaces"] == []
 
 
 def test_inventory_is_per_entity(make_client):

@@ -25,7 +25,6 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
@@ -37,6 +36,7 @@ from engine.capture.words import any_of, keywords
 from engine.store import timestamps
 from engine.store.db import Database
 from engine.store.errors import FieldProblem, InputError, from_validation
+from engine.store.requests import Request
 
 Moment = Annotated[str | int | float, BeforeValidator(timestamps.normalise)]
 """A timestamp as clients send it, stored normalised (see engine.store.timestamps). Checked
@@ -48,10 +48,8 @@ _CHANNEL_HELP = (
 )
 
 
-class EventIn(BaseModel):
+class EventIn(Request):
     """One event as a client sends it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     event_uid: str | None = Field(
         None,
@@ -116,10 +114,8 @@ class Recorded(BaseModel):
 Order = Literal["newest", "oldest"]
 
 
-class EventFilter(BaseModel):
+class EventFilter(Request):
     """Filters shared by listing and searching. Unknown names are refused."""
-
-    model_config = ConfigDict(extra="forbid")
 
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
     event_type: str | None = Field(None, pattern=EVENT_TYPE_PATTERN)

@@ -17,10 +17,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from engine.store.db import ensure_private_dir
 from engine.store.errors import InputError, NotFound
+from engine.store.requests import Request
 
 _NAME = re.compile(r"^crystal_(\d{3,})\.md$")
 CHAIN_LENGTH = 4  # the chain line names this crystal and the three before it
@@ -39,15 +40,11 @@ class Crystals(BaseModel):
     crystals: list[Crystal]
 
 
-class CrystalIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CrystalIn(Request):
     content: str = Field(min_length=1, description="The snapshot, markdown.")
 
 
-class CurrentQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CurrentQuery(Request):
     count: int = Field(4, ge=1, le=100)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from engine.capture.events import Event
 from engine.capture.markers import markers_only, turns_only
@@ -24,6 +24,7 @@ from engine.capture.words import fts_query
 from engine.store import timestamps
 from engine.store.db import Database
 from engine.store.errors import Conflict, InputError
+from engine.store.requests import Request
 
 WARN_ABOVE = 100
 SUMMARY_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
@@ -41,9 +42,7 @@ _MARKER = markers_only("e.")
 _IN_CHANNELS = "(? IS NULL OR EXISTS (SELECT 1 FROM json_each(?) c WHERE c.value = e.channel))"
 
 
-class SummaryIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SummaryIn(Request):
     summary_text: str = Field(min_length=1, max_length=256 * 1024)
     start_id: int = Field(ge=1, description="First event id covered.")
     end_id: int = Field(ge=1, description="Last event id covered.")
@@ -119,27 +118,23 @@ class SummaryHits(BaseModel):
 # --- what callers ask (every face builds these; limits and defaults live here) ---
 
 
-class _Ask(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RecentQuery(_Ask):
+class RecentQuery(Request):
     limit: int = Field(5, ge=1, le=100)
 
 
-class SummarySearch(_Ask):
+class SummarySearch(Request):
     query: str = Field(min_length=1, max_length=4096)
     limit: int = Field(10, ge=1, le=100)
 
 
-class SinceSummaryQuery(_Ask):
+class SinceSummaryQuery(Request):
     limit: int = Field(50, ge=1, le=1000)
     offset: int = Field(0, ge=0)
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
     oldest_first: bool = True
 
 
-class SinceQuery(_Ask):
+class SinceQuery(Request):
     timestamp: str = Field(min_length=1, description="ISO-8601 or epoch seconds.")
     include_summaries: bool = True
     limit: int = Field(100, ge=1, le=1000)

@@ -8,7 +8,7 @@ stay unsummarized, and a failed or useless answer stores nothing.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from engine.capture.events import Event
 from engine.crystal import summaries
@@ -18,6 +18,7 @@ from engine.llm import client as llm
 from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.errors import BadUpstream, Unavailable
+from engine.store.requests import Request
 
 # The prompt is data: tune it here without touching the control flow below.
 SYSTEM = (
@@ -32,9 +33,7 @@ PROMPT = (
 )
 
 
-class SummarizeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SummarizeRequest(Request):
     limit: int = Field(50, ge=1, le=1000, description="How many of the oldest turns to compress.")
     summary_type: str = Field("message", pattern=SUMMARY_TYPE_PATTERN)
 

@@ -41,7 +41,6 @@ from graphiti_core.driver.driver import GraphDriver, GraphProvider
 from graphiti_core.edges import EntityEdge, get_entity_edge_from_record
 from graphiti_core.errors import EdgeNotFoundError, NodeNotFoundError
 from graphiti_core.nodes import EntityNode, EpisodeType, EpisodicNode
-from graphiti_core.search.search_config_recipes import NODE_HYBRID_SEARCH_RRF
 from graphiti_core.search.search_filters import SearchFilters
 from graphiti_core.search.search_utils import (
     DEFAULT_MIN_SCORE,
@@ -363,15 +362,9 @@ class GraphStore:
 
     async def _explore(self, graph, entity, name, depth, limit) -> Exploration:
         driver = graph.driver
-        found = await EntityNode.get_by_names(driver, [name], [entity])
-        if not found:
-            config = NODE_HYBRID_SEARCH_RRF.model_copy(deep=True)
-            config.limit = 1
-            found = (await graph.search_(name, config=config, group_ids=[entity])).nodes
-        found = [n for n in found if n.group_id == entity]
-        if not found:
+        center = await self._entity_named(graph, entity, name)
+        if center is None:
             return Exploration(center=None)
-        center = found[0]
         seen = {center.uuid}
         frontier = [center.uuid]
         edges: dict[str, EntityEdge] = {}
@@ -393,6 +386,22 @@ class GraphStore:
             nodes=[_node(n) for n in nodes if n.group_id == entity],
             facts=await self._facts(graph, list(edges.values())),
         )
+
+    async def _entity_named(self, graph, entity: str, name: str) -> EntityNode | None:
+        """The entity node of that name, or else one whose name differs only in case;
+        never a merely similar one (asked for "Flagstaff Arizona", "Flagstaff" is not it)."""
+        found = await EntityNode.get_by_names(graph.driver, [name], [entity])
+        if not found:
+            records, *_ = await graph.driver.execute_query(
+                "MATCH (n:Entity) WHERE n.group_id = $g AND toLower(n.name) = toLower($name)"
+                " RETURN n.uuid AS uuid ORDER BY n.name, n.uuid LIMIT 1",
+                g=entity,
+                name=name,
+            )
+            uuids = [r["uuid"] for r in records]
+            found = await EntityNode.get_by_uuids(graph.driver, uuids) if uuids else []
+        found = [n for n in found if n.group_id == entity]
+        return found[0] if found else None
 
     def episode_facts(self, entity: str, episode_uuids: list[str]) -> dict[str, list[Fact]]:
         """The facts each episode produced (or confirmed), for the timeline."""

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from engine.capture import events as capture
 from engine.capture.events import EventIn, Listener, Moment
@@ -29,36 +29,33 @@ from engine.store.db import Database
 from engine.store.errors import Conflict, NotFound, Unavailable
 from engine.store.lock import SERVE, DataDirBusy, DataDirLock
 from engine.store.queue import QueueStatus
+from engine.store.requests import Request
 
 log = logging.getLogger("pps.texture")
 
 # --- what callers send ---
 
 
-class _Query(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SearchQuery(_Query):
+class SearchQuery(Request):
     query: str = Field(min_length=1, max_length=4096, description="What to find facts about.")
     limit: int = Field(10, ge=1, le=100)
     since: Moment | None = Field(None, description="Facts true (or learned) at or after this.")
     until: Moment | None = Field(None, description="Facts true (or learned) at or before this.")
 
 
-class ExploreQuery(_Query):
+class ExploreQuery(Request):
     entity_name: str = Field(min_length=1, max_length=256, description="A person, place, thing.")
     depth: int = Field(1, ge=1, le=3, description="How many hops of relationships.")
     limit: int = Field(50, ge=1, le=500, description="Most facts returned.")
 
 
-class TimelineQuery(_Query):
+class TimelineQuery(Request):
     since: Moment | None = None
     until: Moment | None = None
     limit: int = Field(20, ge=1, le=200, description="Most episodes, newest first.")
 
 
-class NoteIn(_Query):
+class NoteIn(Request):
     content: str = Field(min_length=1, max_length=65_536, description="Text to learn from.")
     created_at: Moment | None = Field(None, description="When it was true; default: now.")
 
@@ -70,7 +67,7 @@ class NoteIn(_Query):
         return value
 
 
-class TripletIn(_Query):
+class TripletIn(Request):
     source: str = Field(min_length=1, max_length=256, description="Entity the fact is about.")
     relationship: str = Field(
         min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_ ]*$", description="WORKS_AT"

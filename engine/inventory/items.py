@@ -11,20 +11,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, field_validator
 
 from engine.capture.patterns import CHANNEL_PATTERN
 from engine.store import timestamps
 from engine.store.db import Database
-from engine.store.errors import InputError, NotFound
+from engine.store.errors import Conflict, InputError, NotFound
+from engine.store.requests import Request
 
 NAME = Field(min_length=1, max_length=200)
 CATEGORY = Field(pattern=r"^[a-z0-9][a-z0-9 _-]{0,63}$", description="e.g. wardrobe, symbols")
 
 
-class ItemIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ItemIn(Request):
     name: str = NAME
     category: str = CATEGORY
     subcategory: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9 _-]{0,63}$")
@@ -50,17 +49,24 @@ class Saved(BaseModel):
     created: bool
 
 
-class SpaceIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = NAME
+class SpaceIn(Request):
+    name: str = Field(min_length=1, max_length=200, description="Its URL: /v1/spaces/{name}.")
     description: str = Field("", max_length=256 * 1024, description="Markdown.")
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
 
+    @field_validator("name")
+    @classmethod
+    def _one_path_segment(cls, value: str) -> str:
+        """A space is reached at /v1/spaces/{name}: a '/' in its name would make a path
+        no route matches, and clients fold '.' and '..' away before sending."""
+        if "/" in value:
+            raise ValueError("must not contain '/': the name is a part of the space's URL")
+        if value in (".", ".."):
+            raise ValueError(f"{value!r} can not name a space: clients drop it from URLs")
+        return value
 
-class SpaceUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
+class SpaceUpdate(Request):
     description: str | None = Field(None, max_length=256 * 1024)
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
 
@@ -100,18 +106,14 @@ class Spaces(BaseModel):
 # --- what callers ask (every face builds these; limits and defaults live here) ---
 
 
-class ItemQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ItemQuery(Request):
     category: str | None = Field(None, max_length=64)
     subcategory: str | None = Field(None, max_length=64)
     limit: int = Field(100, ge=1, le=1000)
 
 
-class ItemRef(BaseModel):
+class ItemRef(Request):
     """One item: by name, and by category too when two categories share the name."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = NAME
     category: str | None = Field(None, max_length=64)
@@ -209,7 +211,7 @@ def add_space(db: Database, entity: str, space: SpaceIn) -> Space:
         if conn.execute(
             "SELECT 1 FROM spaces WHERE entity = ? AND name = ?", (entity, space.name)
         ).fetchone():
-            raise InputError.of("name", f"a space named {space.name!r} exists; use update_space")
+            raise Conflict(f"a space named {space.name!r} exists; use update_space", "name")
         conn.execute(
             "INSERT INTO spaces (entity, name, description, channel, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, ?, ?)",

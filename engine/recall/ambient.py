@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from engine.capture.events import Event
 from engine.capture.markers import is_marker
@@ -54,6 +54,7 @@ from engine.store import timestamps
 from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.errors import InputError
+from engine.store.requests import Request
 
 
 class Layers(Protocol):
@@ -109,9 +110,7 @@ STARTUP_TOOLS = {  # the tool that brings back what startup left out
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall")
 
 
-class RecallRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RecallRequest(Request):
     context: str = Field(
         min_length=1, max_length=limits.CONTEXT_MAX_CHARS, description='"startup" or the moment.'
     )
@@ -229,9 +228,7 @@ class Log(BaseModel):
     entries: list[LogEntry]
 
 
-class LogQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class LogQuery(Request):
     limit: int = Field(50, ge=1, le=500)
 
 

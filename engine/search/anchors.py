@@ -9,18 +9,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from engine.search import chunks, homes
 from engine.search.fragments import check_text, checked_tags, slug, with_front_matter
 from engine.search.hybrid import SearchRequest, SearchResponse, search
 from engine.search.index import Index
 from engine.store.errors import InputError, NotFound
+from engine.store.requests import Request
 
 
-class AnchorIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AnchorIn(Request):
     title: str = Field(max_length=200, description="What the word-photo is of.")
     content: str = Field(description="The word-photo, markdown.")
     tags: list[str] = Field(default_factory=list)
@@ -54,9 +53,7 @@ class Resynced(BaseModel):
     )
 
 
-class AnchorSearch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AnchorSearch(Request):
     query: str = Field(min_length=1, max_length=4096)
     limit: int = Field(10, ge=1, le=100)
 

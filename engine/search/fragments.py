@@ -12,20 +12,19 @@ import re
 from datetime import UTC, datetime
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from engine.search import homes
 from engine.search.hybrid import normalise_tags
 from engine.search.index import Index
 from engine.store import timestamps
 from engine.store.errors import InputError
+from engine.store.requests import Request
 
 CATEGORY_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
 
-class FragmentIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class FragmentIn(Request):
     text: str = Field(description="The memory, markdown; write it so it can be found.")
     category: str = Field(description="One bucket: work, relationship, learning, doctrine, ...")
     tags: list[str] = Field(description="Required: the handles a search will find it by.")

@@ -19,6 +19,7 @@ whose name is not valid UTF-8 cannot be stored or shown by its name: it is skipp
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from collections.abc import Iterator
@@ -153,7 +154,7 @@ class Home:
         """Whether `path`, symlinks followed, is in the home."""
         try:
             return path.resolve().is_relative_to(self.root.resolve())
-        except OSError:
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop, before Python 3.13
             return False
 
     def resolve(self, relative: str, field: str = "path") -> Path:
@@ -171,9 +172,14 @@ class Home:
         if ".." in pure.parts:
             raise InputError.of(field, "'..' is refused; give a path inside your home")
         candidate = self.root / pure
-        if not self.inside(candidate):
+        try:
+            real = candidate.resolve()
+            found = real.is_file()
+        except (OSError, RuntimeError) as exc:
+            raise InputError.of(field, _unreadable(exc)) from None
+        if not real.is_relative_to(self.root.resolve()):
             raise InputError.of(field, "resolves outside your home (a symlink that leaves it)")
-        if not candidate.is_file():
+        if not found:
             raise NotFound(f"no file {relative!r} in your home")
         if not candidate.name.endswith(TEXT_SUFFIXES):
             raise InputError.of(field, f"only text files can be read ({', '.join(TEXT_SUFFIXES)})")
@@ -197,8 +203,8 @@ def write_new(home: Home, folder: str, stem: str, text: str) -> str:
     parts = PurePosixPath(folder).parts
     for depth in range(1, len(parts) + 1):
         current = home.root.joinpath(*parts[:depth])
-        if current.exists() and not home.inside(current):
-            raise InputError.of("path", f"{folder} leaves the home (a symlink)")
+        if (current.exists() or current.is_symlink()) and not home.inside(current):
+            raise InputError.of("path", f"{folder} is a symlink out of the home, or a loop")
         if not current.exists():
             ensure_private_dir(current)
     directory = home.root.joinpath(*parts)
@@ -289,6 +295,15 @@ def read_lines(home: Home, relative: str, start: int = 1, count: int | None = No
         total_lines=len(lines),
         text="\n".join(chosen),
     )
+
+
+def _unreadable(exc: OSError | RuntimeError) -> str:
+    """Why a path the file system refused to resolve can not be read, in words."""
+    if isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP:
+        return "a symlink loop; it leads nowhere"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "too long for the file system (a name in it, or the whole path)"
+    return f"can not be read: {exc.strerror or exc}"
 
 
 def _under(parts: tuple[str, ...], folder: str) -> bool:

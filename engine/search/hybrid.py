@@ -26,7 +26,7 @@ from datetime import date as Date
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
+from pydantic import BaseModel, Field, field_validator, model_serializer
 
 from engine.capture.patterns import CHANNEL_PATTERN
 from engine.capture.words import any_of, keywords
@@ -34,6 +34,7 @@ from engine.search import embeddings
 from engine.search.index import Index
 from engine.store import timestamps
 from engine.store.errors import InputError
+from engine.store.requests import Request
 
 TIERS = ("shortform", "longform", "domain")
 KIND_WEIGHTS = {
@@ -66,10 +67,8 @@ MAX_LIMIT = 100
 """The most results one search returns."""
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(Request):
     """A search as callers send it (REST body, MCP tool arguments)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=4096, description="What to look for, in words.")
     tiers: str = Field(

@@ -55,7 +55,12 @@ class Forbidden(PermissionError):
 
 
 class Conflict(ValueError):
-    """The request clashes with what is already stored."""
+    """The request clashes with what is already stored. `field` names the input that
+    clashes (`name`); by default the request's body."""
+
+    def __init__(self, problem: str, field: str = "body"):
+        self.field = field
+        super().__init__(problem)
 
 
 class BadUpstream(RuntimeError):

@@ -5,18 +5,17 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from engine.search import homes
 from engine.search.homes import FileLines
+from engine.store.requests import Request
 from pps.rest.deps import CurrentEntity, SearchIndex
 
 router = APIRouter(prefix="/v1", tags=["files"])
 
 
-class FileQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class FileQuery(Request):
     path: str = Field(min_length=1, max_length=1024, description="Relative to your home.")
     start: int = Field(1, ge=1, alias="from", description="First line, 1-based.")
     lines: int | None = Field(None, ge=1, le=homes.MAX_READ_LINES, description="How many.")

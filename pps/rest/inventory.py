@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from engine.capture.patterns import CHANNEL_PATTERN
 from engine.inventory import items as inventory
@@ -23,14 +23,13 @@ from engine.inventory.items import (
     SpaceUpdate,
     SpaceView,
 )
+from engine.store.requests import Request
 from pps.rest.deps import DB, CurrentEntity
 
 router = APIRouter(prefix="/v1", tags=["inventory"])
 
 
-class Enter(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Enter(Request):
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from engine.store import queue
 from engine.store.queue import QueueStatus
+from engine.store.requests import Request
 from pps.rest.deps import DB, CurrentEntity
 
 router = APIRouter(prefix="/v1/queue", tags=["queue"])
@@ -17,8 +18,7 @@ def queue_status(entity: CurrentEntity, db: DB) -> QueueStatus:
     return queue.status(db, entity)
 
 
-class RetryRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RetryRequest(Request):
     dead: bool = False
 
 
