@@ -8,6 +8,7 @@ import random
 import httpx
 import pytest
 
+from engine.capture import entities
 from mcp_bridge import PATHS
 from tests.conftest import connect
 from tests.mcp_client import ToolFailed, call, session
@@ -186,10 +187,12 @@ def _refusal(response, field: str) -> str | None:
     return None
 
 
-def test_every_number_and_flag_field_takes_only_its_json_kind(client):
+def test_every_number_and_flag_field_takes_only_its_json_kind(server, client):
     """Where a route takes a whole number, `true` is refused (Python would read it as 1)
     and so is one past 64 bits (SQLite's integers); where it takes a number, `true` is
-    refused; where it takes true or false, 1 is refused. Each a 422 naming the field."""
+    refused; where it takes true or false, 1 is refused. Each a 422 naming the field
+    (the operator's routes asked with the operator's token)."""
+    operator = {"Authorization": f"Bearer {entities.rotate_operator(server.db)}"}
     openapi = client.get("/openapi.json").json()
     bad = {"integer": [True, INT64_PAST, -INT64_PAST - 1], "number": [True], "boolean": [1, 0.0]}
     failures, tried = [], 0
@@ -198,6 +201,8 @@ def test_every_number_and_flag_field_takes_only_its_json_kind(client):
             if where == "query" and kind != "integer":
                 continue  # a query string has no JSON kinds ('1' is a fine flag there)
             sent = {"params": {field: str(value)}} if where == "query" else {"json": {field: value}}
+            if path.startswith("/v1/operator/"):
+                sent["headers"] = operator
             try:
                 why = _refusal(client.request(method, path, **sent), field)
             except httpx.TransportError as exc:  # a 500 may leave the connection dead

@@ -30,7 +30,7 @@ from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from engine.capture import entities
 from engine.contracts import stores
@@ -48,6 +48,7 @@ from engine.search.hybrid import SearchRequest, search
 from engine.search.index import Index
 from engine.store import timestamps
 from engine.store.errors import Forbidden, InputError, NotFound
+from engine.store.requests import Request
 
 FOLDER_SOURCE = "markdown"
 DEFAULT_SOURCE = "manual"
@@ -75,9 +76,7 @@ _SUFFIXES = (".md", ".markdown")
 # --- requests (the MCP tools' arguments and the REST bodies) ----------------------------
 
 
-class SearchIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SearchIn(Request):
     query: str = Field(description="What you want to recall, in words.")
     top_k: int = Field(5, description="How many memories, 1-100.")
     agent_filter: str | None = Field(None, description="Only memories with this agent label.")
@@ -85,9 +84,7 @@ class SearchIn(BaseModel):
     since: str | None = Field(None, description="ISO timestamp or date: only from then on.")
 
 
-class AddIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AddIn(Request):
     text: str = Field(description="The memory, markdown; write it findable.")
     metadata: dict[str, Any] | None = Field(
         None,
@@ -96,18 +93,14 @@ class AddIn(BaseModel):
     )
 
 
-class UpdateIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class UpdateIn(Request):
     id: str = Field(description="The memory's id, from memory_search or memory_add.")
     text: str | None = Field(None, description="New text; leave out to keep the text.")
     metadata: dict[str, Any] | None = Field(None, description="Fields to change (merged).")
     replace_metadata: bool = Field(False, description="Replace the fields wholesale.")
 
 
-class ForgetIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ForgetIn(Request):
     ids: list[str] | None = Field(None, description="Memories to delete.")
     agent_filter: str | None = Field(None, description="Everything with this agent label.")
     source_filter: str | None = Field(None, description="Everything of this source.")

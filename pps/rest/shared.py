@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from engine.contracts import shared_memory as memories
 from engine.contracts import stores
@@ -28,6 +28,7 @@ from engine.contracts.shared_memory import (
     UpdateIn,
 )
 from engine.contracts.stores import Deleted, Store
+from engine.store.requests import Request
 from pps.rest.deps import DB, CurrentEntity, Operator, SearchIndex
 
 router = APIRouter(prefix="/v1/shared", tags=["shared stores"])
@@ -38,9 +39,7 @@ class Stores(BaseModel):
     stores: list[Store]
 
 
-class NewStore(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class NewStore(Request):
     store: str = Field(description="Its name: 1-64 of a-z, 0-9, '_' and '-'.")
     members_edit: bool = Field(False, description="Members may change each other's memories.")
 
