@@ -47,6 +47,7 @@ from pps.rest import (
     texture,
 )
 from pps.rest.deps import Unauthorized, problem_response
+from pps.rest.statuses import document
 
 
 def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
@@ -85,20 +86,24 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
     app.state.settings = settings
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
     _add_error_handlers(app)
-    app.include_router(health.router)
-    app.include_router(events.router)
-    app.include_router(queue.router)
-    app.include_router(summaries.router)
-    app.include_router(inventory.router)
-    app.include_router(crystals.router)
-    app.include_router(recall.router)
-    app.include_router(texture.router)
-    app.include_router(search.router)
-    app.include_router(anchors.router)
-    app.include_router(fragments.router)
-    app.include_router(files.router)
-    app.include_router(shared.router)
-    app.include_router(shared.operator)
+    for router in (
+        health.router,
+        events.router,
+        queue.router,
+        summaries.router,
+        inventory.router,
+        crystals.router,
+        recall.router,
+        texture.router,
+        search.router,
+        anchors.router,
+        fragments.router,
+        files.router,
+        shared.router,
+        shared.operator,
+    ):
+        document(router)
+        app.include_router(router)
     serving_mcp = mcp_mount(app, settings.host)
     return app
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import BaseModel, Field
+
 
 @dataclass(frozen=True)
 class FieldProblem:
@@ -14,14 +16,27 @@ class FieldProblem:
         return f"{self.field}: {self.problem}"
 
 
+class ProblemOut(BaseModel):
+    field: str = Field(description="The input at fault: `events[1].content`, `Authorization`.")
+    problem: str = Field(description="What is wrong with it, for a person to act on.")
+
+
+class Problem(BaseModel):
+    """The one error shape every HTTP face answers with (REST and the MCP endpoints)."""
+
+    error: str = Field(description="`invalid_input`, `unauthorized`, `not_found`, ...")
+    message: str = Field(description="Every problem on one line.")
+    problems: list[ProblemOut]
+
+
 def problem_body(error: str, problems: list[FieldProblem]) -> dict:
-    """The one error shape every HTTP face answers with (REST and the MCP endpoints):
-    `{"error", "message", "problems": [{"field", "problem"}]}`."""
-    return {
-        "error": error,
-        "message": "; ".join(str(p) for p in problems),
-        "problems": [{"field": p.field, "problem": p.problem} for p in problems],
-    }
+    """The one error shape (`Problem`): `{"error", "message", "problems": [{"field",
+    "problem"}]}`."""
+    return Problem(
+        error=error,
+        message="; ".join(str(p) for p in problems),
+        problems=[ProblemOut(field=p.field, problem=p.problem) for p in problems],
+    ).model_dump()
 
 
 class InputError(ValueError):

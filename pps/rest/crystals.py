@@ -10,6 +10,7 @@ from engine.crystal import crystals
 from engine.crystal.crystals import Crystal, CrystalIn, Crystals, CurrentQuery
 from engine.search import homes
 from pps.rest.deps import AppSettings, CurrentEntity
+from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/crystals", tags=["crystals"])
 
@@ -32,7 +33,9 @@ def crystal_list(entity: CurrentEntity, settings: AppSettings) -> Crystals:
     return crystals.list_all(homes.home_for(settings, entity).root)
 
 
-@router.delete("/latest", summary="Take back the newest crystal (only that one)")
+@router.delete(
+    "/latest", summary="Take back the newest crystal (only that one)", responses=problems(404)
+)
 def crystal_delete(entity: CurrentEntity, settings: AppSettings) -> Crystal:
     home = homes.home_for(settings, entity).root
     return crystals.delete_latest(home, keep=settings.crystal_keep)

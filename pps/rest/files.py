@@ -11,6 +11,7 @@ from engine.search import homes
 from engine.search.homes import FileLines
 from engine.store.requests import Request
 from pps.rest.deps import CurrentEntity, SearchIndex
+from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1", tags=["files"])
 
@@ -21,7 +22,11 @@ class FileQuery(Request):
     lines: int | None = Field(None, ge=1, le=homes.MAX_READ_LINES, description="How many.")
 
 
-@router.get("/files", summary="Read lines of a file in your home (after a search hit)")
+@router.get(
+    "/files",
+    summary="Read lines of a file in your home (after a search hit)",
+    responses=problems(404),
+)
 def read(
     query: Annotated[FileQuery, Query()], entity: CurrentEntity, index: SearchIndex
 ) -> FileLines:

@@ -10,7 +10,11 @@ from engine import health as checks
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health", summary="Status of each component (no auth, no data)")
+@router.get(
+    "/health",
+    summary="Status of each component (no auth, no data)",
+    responses={503: {"description": "Down: the database cannot be read (the same body)"}},
+)
 def health(request: Request) -> JSONResponse:
     body = checks.report(request.app.state.runtime)
     return JSONResponse(body, status_code=503 if body["status"] == "down" else 200)

@@ -25,6 +25,7 @@ from engine.inventory.items import (
 )
 from engine.store.requests import Request
 from pps.rest.deps import DB, CurrentEntity
+from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1", tags=["inventory"])
 
@@ -48,12 +49,12 @@ def inventory_categories(entity: CurrentEntity, db: DB) -> Categories:
     return inventory.categories(db, entity)
 
 
-@router.get("/inventory/item", summary="One item by name")
+@router.get("/inventory/item", summary="One item by name", responses=problems(404))
 def inventory_get(query: Annotated[ItemRef, Query()], entity: CurrentEntity, db: DB) -> Item:
     return inventory.get(db, entity, query)
 
 
-@router.delete("/inventory/item", summary="Delete one item by name")
+@router.delete("/inventory/item", summary="Delete one item by name", responses=problems(404))
 def inventory_delete(query: Annotated[ItemRef, Query()], entity: CurrentEntity, db: DB) -> Item:
     return inventory.delete(db, entity, query)
 
@@ -63,7 +64,7 @@ def list_spaces(entity: CurrentEntity, db: DB) -> Spaces:
     return inventory.list_spaces(db, entity)
 
 
-@router.post("/spaces", summary="Add a space")
+@router.post("/spaces", summary="Add a space", responses=problems(409))
 def add_space(body: SpaceIn, entity: CurrentEntity, db: DB) -> Space:
     return inventory.add_space(db, entity, body)
 

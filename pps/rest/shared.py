@@ -30,6 +30,7 @@ from engine.contracts.shared_memory import (
 from engine.contracts.stores import Deleted, Store
 from engine.store.requests import Request
 from pps.rest.deps import DB, CurrentEntity, Operator, SearchIndex
+from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/shared", tags=["shared stores"])
 operator = APIRouter(prefix="/v1/operator", tags=["operator"], dependencies=[Operator])
@@ -62,12 +63,20 @@ def add(store: str, body: AddIn, entity: CurrentEntity, index: SearchIndex) -> A
     return memories.add(index, stores.access(index.db, entity, store), body)
 
 
-@router.post("/{store}/update", summary="memory_update in a shared store (your own memories)")
+@router.post(
+    "/{store}/update",
+    summary="memory_update in a shared store (your own memories)",
+    responses=problems(403),
+)
 def update(store: str, body: UpdateIn, entity: CurrentEntity, index: SearchIndex) -> Updated:
     return memories.update(index, stores.access(index.db, entity, store), body)
 
 
-@router.post("/{store}/forget", summary="memory_forget in a shared store (a dry run by default)")
+@router.post(
+    "/{store}/forget",
+    summary="memory_forget in a shared store (a dry run by default)",
+    responses=problems(403),
+)
 def forget(store: str, body: ForgetIn, entity: CurrentEntity, index: SearchIndex) -> Forgotten:
     return memories.forget(index, stores.access(index.db, entity, store), body)
 
@@ -85,7 +94,7 @@ def list_stores(db: DB) -> Stores:
     return Stores(stores=stores.list_all(db))
 
 
-@operator.post("/shared", status_code=201, summary="Create a shared store")
+@operator.post("/shared", status_code=201, summary="Create a shared store", responses=problems(409))
 def create(body: NewStore, db: DB) -> Store:
     return stores.create(db, body.store, body.members_edit)
 

@@ -21,11 +21,16 @@ from engine.crystal.summaries import (
     TurnsSinceSummary,
 )
 from pps.rest.deps import DB, AppSettings, CurrentEntity
+from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1", tags=["summaries"])
 
 
-@router.post("/summaries", summary="Store a summary of an event range (marks it summarized)")
+@router.post(
+    "/summaries",
+    summary="Store a summary of an event range (marks it summarized)",
+    responses=problems(409),
+)
 def store_summary(body: SummaryIn, entity: CurrentEntity, db: DB) -> Summary:
     return summaries.store(db, entity, body)
 
@@ -33,10 +38,7 @@ def store_summary(body: SummaryIn, entity: CurrentEntity, db: DB) -> Summary:
 @router.post(
     "/summaries/summarize",
     summary="Summarize the oldest unsummarized turns with the configured LLM",
-    responses={
-        502: {"description": "The LLM answered, unusably: nothing stored"},
-        503: {"description": "No answer from the LLM (or its daily budget is spent)"},
-    },
+    responses=problems(502, 503),
 )
 def summarize_messages(
     body: summarize.SummarizeRequest, entity: CurrentEntity, db: DB, settings: AppSettings

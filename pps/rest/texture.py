@@ -21,6 +21,7 @@ from engine.graph.texture import (
     TripletIn,
 )
 from pps.rest.deps import DB, AppRuntime, AppSettings, CurrentEntity
+from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/texture", tags=["texture"])
 
@@ -38,7 +39,11 @@ def search(body: SearchQuery, entity: CurrentEntity, db: DB, graph: Graph) -> Se
     return texture.search(graph, db, entity, body)
 
 
-@router.get("/explore", summary="An entity and the facts around it, up to `depth` hops")
+@router.get(
+    "/explore",
+    summary="An entity and the facts around it, up to `depth` hops",
+    responses=problems(404),
+)
 def explore(
     query: Annotated[ExploreQuery, Query()], entity: CurrentEntity, db: DB, graph: Graph
 ) -> Exploration:
