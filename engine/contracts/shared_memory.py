@@ -105,7 +105,9 @@ class ForgetIn(Request):
     agent_filter: str | None = Field(None, description="Everything with this agent label.")
     source_filter: str | None = Field(None, description="Everything of this source.")
     dry_run: bool = Field(True, description="True (default): only report what would go.")
-    expect_count: int | None = Field(None, description="Required to delete by filter.")
+    expect_count: int | None = Field(
+        None, ge=0, le=2**53, description="Required to delete by filter."
+    )
 
 
 # --- answers --------------------------------------------------------------------------

@@ -79,11 +79,19 @@ def _refuse_unknown_query(request: Request) -> None:
     if route is None or not request.query_params:
         return
     operation = request.app.openapi()["paths"][route.path_format][request.method.lower()]
-    takes = [p["name"] for p in operation.get("parameters", []) if p["in"] == "query"]
+    query = {p["name"]: p["schema"] for p in operation.get("parameters", []) if p["in"] == "query"}
     for name in request.query_params:
-        if name not in takes:
-            known = f"it takes {', '.join(takes)}" if takes else "it takes none"
+        if name not in query:
+            known = f"it takes {', '.join(query)}" if query else "it takes none"
             raise InputError.of(name, f"unknown query parameter; {known}")
+        # One value where the route takes one: `?category=a&category=b` is not silently `b`.
+        given = len(request.query_params.getlist(name))
+        if given > 1 and not _is_list(query[name]):
+            raise InputError.of(name, f"given {given} times; it takes one value")
+
+
+def _is_list(schema: dict) -> bool:
+    return schema.get("type") == "array" or any(_is_list(s) for s in schema.get("anyOf", []))
 
 
 def get_runtime(request: Request) -> Runtime:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
+from engine.capture import entities
 from engine.contracts import shared_memory as memories
 from engine.contracts import stores
 from engine.contracts.shared_memory import (
@@ -36,12 +37,19 @@ router = APIRouter(prefix="/v1/shared", tags=["shared stores"])
 operator = APIRouter(prefix="/v1/operator", tags=["operator"], dependencies=[Operator])
 
 
+# A store's or an entity's name in an operator's path: what `pps` accepts as one.
+Name = Annotated[str, Path(pattern=entities.NAME_PATTERN.pattern)]
+
+
 class Stores(BaseModel):
     stores: list[Store]
 
 
 class NewStore(Request):
-    store: str = Field(description="Its name: 1-64 of a-z, 0-9, '_' and '-'.")
+    store: str = Field(
+        description="Its name: 1-64 of a-z, 0-9, '_' and '-'.",
+        pattern=entities.NAME_PATTERN.pattern,
+    )
     members_edit: bool = Field(False, description="Members may change each other's memories.")
 
 
@@ -100,18 +108,18 @@ def create(body: NewStore, db: DB) -> Store:
 
 
 @operator.put("/shared/{store}/members/{entity}", summary="Make an entity a member of a store")
-def add_member(store: str, entity: str, db: DB) -> Store:
+def add_member(store: Name, entity: Name, db: DB) -> Store:
     return stores.add_member(db, store, entity)
 
 
 @operator.delete("/shared/{store}/members/{entity}", summary="Take a member out; at once")
-def remove_member(store: str, entity: str, db: DB) -> Store:
+def remove_member(store: Name, entity: Name, db: DB) -> Store:
     return stores.remove_member(db, store, entity)
 
 
 @operator.delete("/shared/{store}", summary="Delete a store and its contents (dry run by default)")
 def delete(
-    store: str,
+    store: Name,
     index: SearchIndex,
     yes: Annotated[bool, Query(description="true: delete; else only say what would go.")] = False,
 ) -> Deleted:
