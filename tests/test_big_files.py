@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import threading
 
+from engine.capture import entities
 from engine.search import embeddings
 from engine.store.config import Settings
-from tests.conftest import wait_for
+from tests.conftest import AppServer, connect, wait_for
 from tests.searching import search, texts, write
 
 LONG = "The pantry shelf holds flour, oats and the jar of honey from the market. " * 30
@@ -95,3 +96,23 @@ def test_a_big_file_is_found_by_words_at_once_and_embedded_by_the_queue_in_slice
     ).fetchone()[0]
     assert slices >= 151 // 64  # in slices, each committed, each a job of its own
     assert "red bicycle" in texts(search(client, "where is my bike parked"))[0]  # by meaning
+
+
+def test_a_file_over_the_size_limit_is_skipped_reported_and_dropped(tmp_path):
+    with (
+        AppServer(tmp_path / "data", search_max_file_bytes=2048) as server,
+        connect(server, entities.create(server.db, "mira")) as client,
+    ):
+        notes = server.data_dir / "entities" / "mira" / "memory" / "notes.md"
+        notes.parent.mkdir(parents=True)
+        notes.write_text("The kettle is in the left cupboard.\n")
+        wait_for(lambda: texts(search(client, "kettle cupboard")), 30, "the file indexed")
+        # It grows past the limit: out of the index, and said why, where a person looks.
+        notes.write_text("The kettle moved. " + "Tea and toast. " * 200)
+        skipped = wait_for(
+            lambda: client.get("/v1/search/index").json()["skipped"], 30, "the file skipped"
+        )
+        assert skipped[0]["path"] == "memory/notes.md"
+        assert "PPS_SEARCH_MAX_FILE_BYTES" in skipped[0]["problem"]
+        assert texts(search(client, "kettle cupboard")) == []
+        assert client.get("/health").json()["components"]["files"]["skipped"] == 1

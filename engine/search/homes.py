@@ -86,6 +86,7 @@ class Home:
     root: Path
     domain: tuple[str, ...] = ()
     growth: tuple[str, ...] = ()
+    max_file_bytes: int | None = None  # a larger file is skipped (PPS_SEARCH_MAX_FILE_BYTES)
 
     def path(self, relative: str) -> Path:
         """The file for a relative path, for writing our own files (names we made)."""
@@ -143,12 +144,24 @@ class Home:
                     if full.is_symlink() and not self.inside(full):
                         continue
                     seen.add(relative)
-                    problem = name_problem(relative)
+                    stat = full.stat()
+                    problem = self.problem(relative, stat.st_size)
                     if problem is not None:
                         if skipped is not None:
                             skipped.append(SkippedFile(path=shown(relative), problem=problem))
                         continue
-                    yield source, full.stat()
+                    yield source, stat
+
+    def problem(self, relative: str, size: int | None) -> str | None:
+        """Why a file that would be indexed is not: its name, or its size."""
+        problem = name_problem(relative)
+        limit = self.max_file_bytes
+        if problem is None and size is not None and limit is not None and size > limit:
+            problem = (
+                f"{size / 1e6:.1f} MB, over PPS_SEARCH_MAX_FILE_BYTES ({limit / 1e6:.1f} MB):"
+                " split it, or raise the setting"
+            )
+        return problem
 
     def inside(self, path: Path) -> bool:
         """Whether `path`, symlinks followed, is in the home."""
@@ -252,14 +265,14 @@ def home_for(settings: Settings, entity: str) -> Home:
         store = entity.removeprefix(SHARED_KEY)
         return Home(entity, ensure_private_dir(shared_dir(settings) / store).absolute())
     configured = settings.entity_homes.get(entity)
-    domain, growth = tuple(settings.domain_collections), tuple(settings.growth_collections)
+    collections = tuple(settings.domain_collections), tuple(settings.growth_collections)
     if configured is not None:
         root = Path(configured).expanduser()
         if not root.is_dir():
             raise NotFound(f"the configured home of {entity!r} is not a folder: {root}")
-        return Home(entity, root.absolute(), domain, growth)
-    root = ensure_private_dir(entities_dir(settings) / entity)
-    return Home(entity, root.absolute(), domain, growth)
+    else:
+        root = ensure_private_dir(entities_dir(settings) / entity)
+    return Home(entity, root.absolute(), *collections, settings.search_max_file_bytes)
 
 
 def entities_dir(settings: Settings) -> Path:

@@ -145,12 +145,14 @@ class Index:
         relative = PurePosixPath(relative).as_posix()
         source = home.classify(relative)
         full = home.path(relative)
-        problem = homes.name_problem(relative)
-        if problem is not None:  # never indexed: it cannot be stored under its name
-            there = source is not None and full.is_file() and home.inside(full)
+        there = source is not None and full.is_file() and home.inside(full)
+        problem = home.problem(relative, full.stat().st_size if there else None)
+        if problem is not None:  # not indexed: its name cannot be stored, or it is too big
             name = homes.shown(relative)
             found = [SkippedFile(path=name, problem=problem)] if there else []
             self._skipping(entity, found, scope=name)
+            if homes.name_problem(relative) is None:
+                self.remove_file(entity, relative)  # it may have been indexed when smaller
             return "skipped" if there else "ignored"
         if source is None or not full.is_file() or not home.inside(full):
             return self.remove_file(entity, relative) if source is not None else "ignored"

@@ -116,6 +116,12 @@ class Settings(BaseSettings):
     search_max_text_bytes: int = Field(
         64 * 1024, ge=256, description="Largest fragment or anchor text (UTF-8)."
     )
+    search_max_file_bytes: int = Field(
+        10_000_000,
+        ge=1024,
+        description="Largest file of a home that is indexed; a larger one is skipped and"
+        " reported (resync, GET /v1/search/index, /health, pps doctor).",
+    )
     chunk_max_chars: int = Field(
         1500, ge=200, le=20_000, description="Longest chunk; longer sections split at words."
     )
