@@ -134,6 +134,8 @@ class GraphStore:
             log.exception("closing the graph connection failed")
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(15)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     async def _close(self) -> None:
         """Cancel work still running (its callers get an error, their jobs retry), then
