@@ -301,11 +301,19 @@ def _where(entity: str, request: SearchRequest, kinds, files=None) -> tuple[str,
 
 def _rank(index, entity, request, query_vector, condition, keyword) -> list[tuple[int, float]]:
     """(chunk id, fused score before adjustments), best first."""
-    allowed = None if query_vector is None else _allowed(index, entity, request, condition)
+    matrix = None if query_vector is None else index.matrix(entity)
+    ids = None if matrix is None or not len(matrix) else _filtered_ids(index, condition)
     keyword_order, keyword_scores = keyword.result()
-    if allowed is None:
+    if matrix is None or not len(matrix):
         return _fuse(index.settings, {}, [], keyword_scores, keyword_order, keywords_only=True)
-    dense_order, dense = _dense(*allowed, query_vector, also=keyword_order)
+    # One layout of the matrix for the mask and the lookups: vectors arrive (and rows
+    # move, when it is compacted) while searches run.
+    with matrix.lock:
+        if ids is None:
+            allowed = matrix.mask(request.tier_list, request.growth)
+        else:
+            allowed = matrix.alive[: matrix.n] & np.isin(matrix.ids[: matrix.n], ids)
+        dense_order, dense = _dense(matrix, allowed, query_vector, also=keyword_order)
     return _fuse(
         index.settings, dense, dense_order, keyword_scores, keyword_order, keywords_only=False
     )
@@ -355,20 +363,16 @@ def _keyword(index, entity, tiers, query, where, params) -> tuple[list[int], dic
     return [r[0] for r in rows], {r[0]: max(r[1], 0.0) for r in rows}
 
 
-def _allowed(index, entity, request, condition):
-    """The entity's vectors and which of their rows the filter allows: (matrix, mask),
-    or None without vectors."""
+def _filtered_ids(index, condition) -> list[int] | None:
+    """The chunk ids a filter allows, or None where the tiers and growth flag say it all
+    (the matrix knows those)."""
     where, params, simple = condition
-    matrix = index.matrix(entity)
-    if not len(matrix):
-        return None
     if simple:
-        return matrix, matrix.mask(request.tier_list, request.growth)
-    ids = [
+        return None
+    return [
         r[0]
         for r in index.db.conn.execute(f"SELECT c.id FROM search_chunks c WHERE {where}", params)
     ]
-    return matrix, matrix.alive[: matrix.n] & np.isin(matrix.ids[: matrix.n], ids)
 
 
 def _dense(matrix, allowed, query_vector, also) -> tuple[list[int], dict[int, float]]:

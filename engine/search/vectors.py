@@ -189,9 +189,11 @@ class Matrix:
 
     def mask(self, tiers: Iterable[str], growth: bool) -> np.ndarray:
         codes = [TIER_CODES[t] for t in tiers]
-        keep = self.alive[: self.n] & np.isin(self.tiers[: self.n], codes)
-        if not growth:
-            keep &= ~self.growth[: self.n]
+        with self.lock:
+            n = self.n  # once: rows may be added meanwhile
+            keep = self.alive[:n] & np.isin(self.tiers[:n], codes)
+            if not growth:
+                keep &= ~self.growth[:n]
         return keep
 
     def _grow(self, capacity: int) -> None:
