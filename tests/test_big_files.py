@@ -15,66 +15,34 @@ from tests.searching import search, texts, write
 LONG = "The pantry shelf holds flour, oats and the jar of honey from the market. " * 30
 
 
-class Recording:
-    """The real model, with each call it makes written down: (query waiting?, texts)."""
+class Held:
+    """The real model, held in the middle of each call until the test lets it go (so a
+    backlog is provably still running while a query is asked)."""
 
     def __init__(self, engine):
-        self.engine, self.calls, self.query_waiting = engine, [], False
+        self.engine, self.running, self.go = engine, threading.Event(), threading.Event()
 
     def embed(self, texts, batch_size):
-        self.calls.append((self.query_waiting, list(texts)))
+        self.running.set()
+        self.go.wait(60)
         return self.engine.embed(texts, batch_size=batch_size)
 
 
-def test_a_query_waits_for_one_slice_of_a_backlog_not_for_the_backlog(tmp_path):
+def test_a_query_never_waits_for_a_backlog(tmp_path):
     embedder = embeddings.get(Settings(data_dir=tmp_path))
-    recording = Recording(embedder._engine)
-    embedder._engine = recording
+    held = Held(embedder._bulk)
+    embedder._bulk = held
+    backlog = threading.Thread(target=embedder.embed, args=([LONG] * 40,))
     try:
-        backlog = threading.Thread(target=embedder.embed, args=([LONG] * 40,))
         backlog.start()
-        wait_for(lambda: recording.calls, 30, "the backlog to reach the model")
-        recording.query_waiting = True
-        embedder.embed_one("where is the honey?")
-        backlog.join(120)
+        held.running.wait(30)
+        vector = embedder.embed_one("where is the honey?")  # while the backlog is held
+        assert vector.shape == (embedder.dim,) and backlog.is_alive()
     finally:
-        embedder._engine = recording.engine
-    first_query = next(
-        i for i, (_, texts) in enumerate(recording.calls) if texts == ["where is the honey?"]
-    )
-    ran_while_waiting = [texts for waiting, texts in recording.calls[:first_query] if waiting]
-    # The slice running when the query asked, and one that may start between the flag
-    # and the call: never the rest of the backlog.
-    assert len(ran_while_waiting) <= 2, "bulk slices ran while the query waited"
-    assert all(
-        sum(map(len, texts)) <= 8_000
-        for _, texts in recording.calls
-        if texts != ["where is the honey?"]
-    )
-    assert first_query < len(recording.calls) - 1, "the query ran only after the backlog"
-
-
-def test_a_stream_of_queries_does_not_starve_the_backlog(tmp_path):
-    embedder = embeddings.get(Settings(data_dir=tmp_path))
-    stop, asked = threading.Event(), []
-
-    def ask():
-        while not stop.is_set():
-            asked.append(embedder.embed_one("where is the honey?"))
-
-    askers = [threading.Thread(target=ask) for _ in range(2)]
-    for asker in askers:
-        asker.start()
-    try:
-        wait_for(lambda: len(asked) > 10, 30, "the queries to flow")
-        backlog = threading.Thread(target=embedder.embed, args=([LONG] * 12,))
-        backlog.start()
+        held.go.set()
         backlog.join(120)
-        assert not backlog.is_alive(), "the backlog never got the model"
-    finally:
-        stop.set()
-        for asker in askers:
-            asker.join(30)
+        embedder._bulk = held.engine
+    assert not backlog.is_alive()
 
 
 def test_a_big_file_is_found_by_words_at_once_and_embedded_by_the_queue_in_slices(server, client):

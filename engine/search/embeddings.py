@@ -38,7 +38,7 @@ _BUNDLED_DIM = 384
 _TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")
 _OPTIONAL_FILES = ("special_tokens_map.json",)
 _RETRY_AFTER_S = 60.0
-_SLICE_CHARS = 8_000  # ~2k tokens: one bulk model call, at most ~1 s on two cores
+_SLICE_CHARS = 8_000  # ~2k tokens: one bulk model call
 _BUNDLED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's trained length (its tokenizer says 512)
 
 
@@ -47,53 +47,40 @@ class Unavailable(RuntimeError):
 
 
 class Embedder:
-    """One loaded model, shared by every thread. Model calls run one at a time (the ONNX
-    runtime already uses every core for one call). Bulk work (`embed`) runs in slices of
-    at most `_SLICE_CHARS` characters, and when queries (`embed_one`) and bulk work both
-    wait, they take turns: a query waits for at most the one slice running (about a
-    second on two cores), never for a backlog, and a stream of queries cannot starve
-    the backlog either."""
+    """One loaded model, shared by every thread, in two sessions: one for queries
+    (`embed_one`), one for bulk work (`embed`: files, turns, facts). A query never waits
+    for bulk work, however long its backlog: each session runs one call at a time, and
+    the two share the cores. Bulk work runs in slices of at most `_SLICE_CHARS`
+    characters, so its memory stays bounded whatever it is given."""
 
-    def __init__(self, model: str, engine, batch_size: int):
+    def __init__(self, model: str, bulk, query, batch_size: int):
         self.model = model
-        self._engine = engine
+        self._bulk, self._query = bulk, query
         self._batch_size = batch_size
-        self._turn = threading.Condition()
-        self._running = False
-        self._waiting = {True: 0, False: 0}  # callers waiting for the model: query or bulk
-        self._last_query = False  # whether the last model call was a query's
+        self._bulk_lock, self._query_lock = threading.Lock(), threading.Lock()
         self.dim = int(self.embed_one("dimension probe").shape[0])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors, one row per text, in order (bulk work: queries go first)."""
+        """Unit vectors, one row per text, in order."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         rows: list = []
         for batch in _slices(texts, self._batch_size):
-            rows += self._run(batch, query=False)
+            with self._bulk_lock:
+                rows += _run(self._bulk, batch)
         return _unit(rows)
 
     def embed_one(self, text: str) -> np.ndarray:
-        """A query's vector: it waits for no bulk slice but the one running."""
-        return _unit(self._run([text], query=True))[0]
+        """A query's vector."""
+        with self._query_lock:
+            return _unit(_run(self._query, [text]))[0]
 
-    def _run(self, batch: list[str], query: bool) -> list:
-        with self._turn:
-            self._waiting[query] += 1
-            try:
-                while self._running or (self._waiting[not query] and self._last_query == query):
-                    self._turn.wait()
-            finally:
-                self._waiting[query] -= 1
-            self._running, self._last_query = True, query
-        try:
-            return list(self._engine.embed(batch, batch_size=len(batch)))
-        except Exception as exc:
-            raise Unavailable(f"embedding failed: {type(exc).__name__}: {exc}") from exc
-        finally:
-            with self._turn:
-                self._running = False
-                self._turn.notify_all()
+
+def _run(engine, batch: list[str]) -> list:
+    try:
+        return list(engine.embed(batch, batch_size=len(batch)))
+    except Exception as exc:
+        raise Unavailable(f"embedding failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _slices(texts: Sequence[str], most: int):
@@ -185,14 +172,22 @@ def _load(settings: Settings) -> Embedder:
     if settings.embedding_model == BUNDLED:
         _register_bundled()
         folder = _bundled_folder(cache)
-        engine = TextEmbedding(
-            model_name=BUNDLED, specific_model_path=str(folder), cache_dir=str(cache)
-        )
-        # Past its trained length the model reads nothing better, only slower.
-        engine.model.tokenizer.enable_truncation(max_length=_BUNDLED_MAX_TOKENS)
+        options = {"model_name": BUNDLED, "specific_model_path": str(folder)}
     else:
-        engine = TextEmbedding(model_name=settings.embedding_model, cache_dir=str(cache))
-    return Embedder(settings.embedding_model, engine, settings.embedding_batch_size)
+        options = {"model_name": settings.embedding_model}
+
+    def session(threads: int | None):
+        engine = TextEmbedding(**options, cache_dir=str(cache), threads=threads)
+        if settings.embedding_model == BUNDLED:
+            # Past its trained length the model reads nothing better, only slower.
+            engine.model.tokenizer.enable_truncation(max_length=_BUNDLED_MAX_TOKENS)
+        return engine
+
+    # A query is one short text: one thread serves it, on a core that bulk work leaves.
+    bulk_threads = max(1, (os.cpu_count() or 2) - 1)
+    return Embedder(
+        settings.embedding_model, session(bulk_threads), session(1), settings.embedding_batch_size
+    )
 
 
 def _register_bundled() -> None:
