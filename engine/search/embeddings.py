@@ -8,7 +8,8 @@ the data dir and handed to fastembed as a custom model, so nothing contacts a mo
 needs `HF_HUB_OFFLINE=0` in the environment, because this module sets it to 1 otherwise.
 
 Vectors are float32, unit length, so a dot product is the cosine. Texts are embedded in
-batches; the model is loaded once per process and shared by every thread. A model that
+batches; the model is loaded once per process, in two sessions (queries, bulk work: see
+`Embedder`), and shared by every thread. A model that
 cannot load raises `Unavailable` (search then ranks by BM25 alone) and is tried again
 after a minute, not on every request.
 """
