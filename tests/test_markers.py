@@ -83,3 +83,38 @@ def test_reindex_does_not_index_markers(tmp_path):
         assert db.conn.execute("SELECT COUNT(*) FROM search_chunks").fetchone()[0] == 1
     finally:
         db.close()
+
+
+def test_the_unsummarized_count_is_of_one_moment_while_markers_arrive(tmp_path):
+    """The count reads the events, the summaries' ranges and the markers: all of one
+    state, or a marker stored between two of the reads is taken off turns it never
+    counted (a resumed session's recall said 1 turn for 2, now and then)."""
+    import threading
+
+    from engine.capture import events as capture
+    from engine.crystal import summaries
+    from engine.runtime import CAPTURE_LISTENERS
+
+    db = Database.open(Settings(data_dir=tmp_path / "data"))
+    entities.create(db, "lyra")
+
+    def store(*events) -> None:
+        parsed = capture.parse_events(list(events), max_batch=10, max_content_bytes=10_000)
+        capture.record(db, "lyra", parsed, CAPTURE_LISTENERS)
+
+    store(*({"channel": "terminal", "author": "Jeff", "content": f"turn {n}"} for n in (1, 2)))
+    stop, counts = threading.Event(), []
+
+    def markers() -> None:
+        while not stop.is_set():
+            store({"channel": "terminal", "event_type": "session_start", "content": "started"})
+
+    writer = threading.Thread(target=markers)
+    writer.start()
+    try:
+        for _ in range(5000):
+            counts.append(summaries.unsummarized_count(db, "lyra"))
+    finally:
+        stop.set()
+        writer.join(30)
+    assert set(counts) == {2}

@@ -249,11 +249,13 @@ def unsummarized_count(db: Database, entity: str, channel: str | None = None) ->
     of testing each event against every summary: ~5 ms instead of ~95 at 100k events
     (bench/recall.py); then the few uncovered markers, found by type, are taken off."""
     where, params = _scope(entity, channel)
-    total = db.conn.execute(f"SELECT COUNT(*) FROM events e WHERE {where}", params).fetchone()[0]
-    markers = db.conn.execute(
-        f"SELECT COUNT(*) FROM events e WHERE {where} AND {_MARKER} AND {_UNSUMMARIZED}", params
-    ).fetchone()[0]
-    return total - _covered(db, entity, channel) - markers
+    with db.snapshot() as conn:  # three counts of one state: events arrive meanwhile
+        total = conn.execute(f"SELECT COUNT(*) FROM events e WHERE {where}", params).fetchone()[0]
+        markers = conn.execute(
+            f"SELECT COUNT(*) FROM events e WHERE {where} AND {_MARKER} AND {_UNSUMMARIZED}",
+            params,
+        ).fetchone()[0]
+        return total - _covered(db, entity, channel) - markers
 
 
 def _covered(db: Database, entity: str, channel: str | None) -> int:

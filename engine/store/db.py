@@ -168,6 +168,20 @@ class Database:
                     f"the disk is full ({exc}): nothing was written; try again once there is space",
                 ) from exc
 
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Reads that all see one state of the database (one read transaction), however
+        much is written meanwhile; inside a transaction already, that one."""
+        conn = self.conn
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
     def out_of_space(self) -> OutOfSpace | None:
         """Why writes fail for lack of space, or None. Once one has failed, this checks
         whether there is room again (a write of _ROOM_BYTES would fit, and the disk has
