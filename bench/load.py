@@ -139,6 +139,17 @@ def vectors_ready(client: httpx.Client) -> tuple[int, int]:
     return stats["vectors"], stats["chunks"]
 
 
+def all_embedded(client: httpx.Client) -> tuple[int, float]:
+    """Wait until every chunk of the entity has its vector: (how many had none, seconds)."""
+    started = time.monotonic()
+    done, total = vectors_ready(client)
+    behind = total - done
+    while done < total:
+        time.sleep(0.5)  # polling the server's own count, as a user watching would
+        done, total = vectors_ready(client)
+    return behind, time.monotonic() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30)
@@ -166,19 +177,23 @@ def main() -> None:
         seed = [{"channel": "terminal", "author": "Jeff", "content": sentence(rng)}
                 for _ in range(500)]  # fmt: skip
         client.post("/v1/events", json=seed).raise_for_status()
-        while (ready := vectors_ready(client))[0] < ready[1]:
-            time.sleep(0.5)  # the seed's vectors first: idle means idle
+        all_embedded(client)  # the seed's vectors first: idle means idle
 
-        idle: dict[str, Timed] = {}
+        def one_searcher_one_recaller(label: str) -> dict[str, Timed]:
+            timed: dict[str, Timed] = {}
 
-        def idle_phase(stop):
-            search, recall, threads = queries(server.url, lyra, stop, 1, 1)
-            idle.update(search=search, recall=recall)
-            return threads
+            def start(stop):
+                search, recall, threads = queries(server.url, lyra, stop, 1, 1)
+                timed.update(search=search, recall=recall)
+                return threads
 
-        run_for(args.seconds, idle_phase)
-        table.add_row("idle", "-", "-", "/".join(idle["search"].row()),
-                      "/".join(idle["recall"].row()), str(idle["search"].errors))  # fmt: skip
+            run_for(args.seconds, start)
+            table.add_row(label, "-", "-", "/".join(timed["search"].row()),
+                          "/".join(timed["recall"].row()),
+                          str(timed["search"].errors + timed["recall"].errors))  # fmt: skip
+            return timed
+
+        idle = one_searcher_one_recaller("idle")
 
         posts, mixed = Timed(), {}
 
@@ -208,13 +223,7 @@ def main() -> None:
         )  # fmt: skip
 
         # The embedding lag: from the writers' stop until every turn has its vector.
-        stopped = time.monotonic()
-        done, total = vectors_ready(client)
-        behind = total - done
-        while done < total:
-            time.sleep(0.5)  # polling the server's own count, as a user watching would
-            done, total = vectors_ready(client)
-        lag = time.monotonic() - stopped
+        behind, lag = all_embedded(client)
 
         # A second entity's big file, while the first one queries.
         home = data_dir / "entities" / "nexus" / "memory"
@@ -229,17 +238,8 @@ def main() -> None:
         other = httpx.Client(
             base_url=server.url, headers={"Authorization": f"Bearer {nexus}"}, timeout=60
         )
-        busy: dict[str, Timed] = {}
-
-        def big_phase(stop):
-            search, recall, threads = queries(server.url, lyra, stop, 1, 1)
-            busy.update(search=search, recall=recall)
-            return threads
-
-        run_for(args.seconds, big_phase)
+        busy = one_searcher_one_recaller("big file")
         embedded, chunks = vectors_ready(other)
-        table.add_row("big file", "-", "-", "/".join(busy["search"].row()),
-                      "/".join(busy["recall"].row()), str(busy["search"].errors))  # fmt: skip
         console.print(table)
         console.print(
             f"embedding lag after the writers stopped: {behind} turns without vectors,"

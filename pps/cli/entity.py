@@ -50,19 +50,34 @@ def _issue_token(service, name: str, data_dir: Path | None, token_file: Path | N
         entities.check_name(name)
     except InputError as exc:
         fail(str(exc))
-    target = _open_token_file(token_file) if token_file is not None else None
-    try:
+
+    def issue() -> str:
         try:
-            token = service(db, name)
+            return service(db, name)
         except (InputError, Conflict, NotFound) as exc:
             fail(str(exc))
+
+    created = service is entities.create
+    undo = (lambda: _forget(db, name), f"{name!r} was not created") if created else None
+    deliver_token(issue, token_file, undo)
+
+
+def deliver_token(issue, token_file: Path | None, undo=None) -> None:
+    """`issue()` a token and deliver it: to the file (opened first, so that nothing is
+    issued when it cannot be), then on stdout. Should writing the file still fail,
+    `undo` = (take it back, what to say) is called, or the token is printed all the same
+    (a rotated one: the old one no longer works)."""
+    target = _open_token_file(token_file) if token_file is not None else None
+    try:
+        token = issue()
         if target is not None:
             try:
                 target.deliver(token)
             except OSError as exc:
-                if service is entities.create:
-                    _forget(db, name)
-                    fail(f"could not write {token_file}: {exc}; {name!r} was not created")
+                if undo is not None:
+                    take_back, said = undo
+                    take_back()
+                    fail(f"could not write {token_file}: {exc}; {said}")
                 sys.stdout.write(token + "\n")
                 fail(f"could not write {token_file}: {exc}; the new token is the line above")
     finally:
