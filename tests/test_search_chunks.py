@@ -32,7 +32,7 @@ def lines_of(text: str, chunk) -> str:
 
 
 def test_headings_split_and_front_matter_is_metadata():
-    document = split(NOTE, max_chars=1000)
+    document = split(NOTE, 1000)
     assert document.meta["title"] == "Garden notes"
     assert document.meta["tags"] == ["Garden", "roses"]
     assert [c.headings for c in document.chunks] == [
@@ -49,7 +49,7 @@ def test_headings_split_and_front_matter_is_metadata():
 def test_long_sections_split_between_paragraphs_then_words_within_the_cap():
     paragraph = " ".join(f"word{i}" for i in range(120))  # one line of ~900 characters
     text = "# Long\n\nshort opening paragraph\n\n" + paragraph + "\n\nclosing words\n"
-    document = split(text, max_chars=200)
+    document = split(text, 200)
     assert all(len(c.text) <= 200 for c in document.chunks)
     pieces = [c for c in document.chunks if c.start_line == c.end_line == 5]
     assert len(pieces) >= 4
@@ -61,7 +61,7 @@ def test_long_sections_split_between_paragraphs_then_words_within_the_cap():
 
 def test_without_headings_paragraphs_are_packed_up_to_the_cap():
     text = "\n\n".join(f"Paragraph {i} says something short." for i in range(10))
-    document = split(text, max_chars=120)
+    document = split(text, 120)
     assert len(document.chunks) > 1
     assert all(len(c.text) <= 120 for c in document.chunks)
     assert "".join(c.text.replace("\n", "") for c in document.chunks) == text.replace("\n", "")
@@ -69,13 +69,13 @@ def test_without_headings_paragraphs_are_packed_up_to_the_cap():
 
 def test_unparseable_front_matter_is_still_not_text():
     text = "---\n: : not yaml [\n---\nThe body.\n"
-    document = split(text, max_chars=500)
+    document = split(text, 500)
     assert document.meta == {}
     assert [c.text for c in document.chunks] == ["The body."]
     assert document.chunks[0].start_line == 4
 
 
 def test_heading_only_sections_make_no_chunks():
-    document = split("# One\n## Two\n### Three\nbody text\n", max_chars=500)
+    document = split("# One\n## Two\n### Three\nbody text\n", 500)
     assert [c.text for c in document.chunks] == ["### Three\nbody text"]
     assert document.chunks[0].headings == ("One", "Two", "Three")

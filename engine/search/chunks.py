@@ -1,18 +1,21 @@
 """Markdown into chunks: the units the index ranks and a search returns.
 
-A file is split at its headings; a section longer than the cap is split between
-paragraphs, then between lines, and a single line longer than the cap at word
-boundaries. Every chunk is a piece of the file exactly as it is on disk, with the lines
-it spans, so a result can be checked against the file and read around with memory_get.
-Front matter (a `---` block at the top) is metadata: title, date, tags, category,
-superseded. It is never ranked as text.
+A file is split at its headings; a section longer than the room of a chunk is split
+between paragraphs, then between lines, and a single line longer than the room at word
+boundaries. The room is a number of characters and, where the embedding model is known,
+the number of its tokens it reads (past them it would cut the text off). Every chunk is
+a piece of the file exactly as it is on disk, with the lines it spans, so a result can be
+checked against the file and read around with memory_get. Front matter (a `---` block at
+the top) is metadata: title, date, tags, category, superseded. It is never ranked as text.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from itertools import accumulate
 
 import yaml
 
@@ -35,14 +38,59 @@ class Document:
     chunks: list[Chunk] = field(default_factory=list)
 
 
-def split(text: str, max_chars: int) -> Document:
-    """The front matter and the chunks of a markdown text."""
+@dataclass(frozen=True)
+class Room:
+    """How much text one chunk holds: at most `chars` characters and, where a model's
+    length is known, at most `tokens` of its tokens. `count` gives the tokens of each of
+    a list of lines (a text's tokens are its lines' summed), `cut` how many characters
+    at the start of a text hold a number of tokens."""
+
+    chars: int
+    tokens: int | None = None
+    count: Callable[[list[str]], list[int]] | None = None
+    cut: Callable[[str, int], int] | None = None
+
+
+def split(text: str, room: Room | int) -> Document:
+    """The front matter and the chunks of a markdown text (`room` a Room, or characters)."""
     lines = text.splitlines()
     meta, body_start = front_matter(lines)
+    sizes = _Sizes(lines, room if isinstance(room, Room) else Room(room))
     chunks: list[Chunk] = []
     for trail, first, last in _sections(lines, body_start):
-        chunks.extend(_split_section(lines, first, last, trail, max_chars))
+        chunks.extend(_split_section(sizes, first, last, trail))
     return Document(meta=meta, chunks=chunks)
+
+
+class _Sizes:
+    """The lines of a text and how much of a chunk's room any run of them takes (each
+    line measured once)."""
+
+    def __init__(self, lines: list[str], room: Room):
+        self.lines, self.room = lines, room
+        self._chars = list(accumulate((len(line) + 1 for line in lines), initial=0))
+        self._tokens = None
+        if room.tokens is not None and room.count is not None:
+            self._tokens = list(accumulate(room.count(lines), initial=0))
+
+    def fits(self, first: int, last: int) -> bool:
+        """Whether lines first..last (inclusive), joined, fit one chunk."""
+        if self._chars[last + 1] - self._chars[first] - 1 > self.room.chars:
+            return False
+        return self._tokens is None or self._tokens[last + 1] - self._tokens[first] <= (
+            self.room.tokens
+        )
+
+    def text(self, first: int, last: int) -> str:
+        return "\n".join(self.lines[first : last + 1])
+
+    def prefix(self, text: str, start: int) -> int:
+        """How many characters of `text` from `start` on fit one chunk (at least one)."""
+        piece = text[start : start + self.room.chars]
+        size = len(piece)
+        if self._tokens is not None and self.room.cut is not None:
+            size = min(size, self.room.cut(piece, self.room.tokens))
+        return max(1, size)
 
 
 FRONT_MATTER_MAX_CHARS = 16_384
@@ -139,7 +187,8 @@ def _sections(lines: list[str], start: int):
         yield current, first, len(lines) - 1
 
 
-def _split_section(lines, first, last, trail, max_chars):
+def _split_section(sizes: _Sizes, first: int, last: int, trail) -> list[Chunk]:
+    lines = sizes.lines
     while first <= last and not lines[first].strip():
         first += 1
     while last >= first and not lines[last].strip():
@@ -148,23 +197,18 @@ def _split_section(lines, first, last, trail, max_chars):
         return []
     if _is_heading_only(lines[first : last + 1]):
         return []
-    text = "\n".join(lines[first : last + 1])
-    if len(text) <= max_chars:
-        return [Chunk(text, first + 1, last + 1, trail)]
+    if sizes.fits(first, last):
+        return [Chunk(sizes.text(first, last), first + 1, last + 1, trail)]
     chunks = []
-    for p_first, p_last in _pack(_paragraphs(lines, first, last), lines, max_chars):
-        piece = "\n".join(lines[p_first : p_last + 1])
-        if len(piece) <= max_chars:
-            chunks.append(Chunk(piece, p_first + 1, p_last + 1, trail))
+    for p_first, p_last in _pack(_paragraphs(lines, first, last), sizes):
+        if sizes.fits(p_first, p_last):
+            chunks.append(Chunk(sizes.text(p_first, p_last), p_first + 1, p_last + 1, trail))
             continue
-        for l_first, l_last in _pack(
-            [(i, i) for i in range(p_first, p_last + 1)], lines, max_chars
-        ):
-            piece = "\n".join(lines[l_first : l_last + 1])
-            if len(piece) <= max_chars:
-                chunks.append(Chunk(piece, l_first + 1, l_last + 1, trail))
+        for l_first, l_last in _pack([(i, i) for i in range(p_first, p_last + 1)], sizes):
+            if sizes.fits(l_first, l_last):
+                chunks.append(Chunk(sizes.text(l_first, l_last), l_first + 1, l_last + 1, trail))
                 continue
-            for words in _word_pieces(lines[l_first], max_chars):
+            for words in _word_pieces(lines[l_first], sizes):
                 chunks.append(Chunk(words, l_first + 1, l_first + 1, trail))
     return [c for c in chunks if c.text.strip() and not _is_heading_only(c.text.splitlines())]
 
@@ -192,30 +236,28 @@ def _paragraphs(lines, first, last):
     return runs
 
 
-def _pack(runs, lines, max_chars):
-    """Greedily join consecutive runs while the joined text stays within the cap."""
+def _pack(runs, sizes: _Sizes):
+    """Greedily join consecutive runs while the joined text fits one chunk."""
     packed: list[tuple[int, int]] = []
     for run_first, run_last in runs:
-        if packed:
-            p_first, _ = packed[-1]
-            joined = sum(len(lines[i]) + 1 for i in range(p_first, run_last + 1)) - 1
-            if joined <= max_chars:
-                packed[-1] = (p_first, run_last)
-                continue
+        if packed and sizes.fits(packed[-1][0], run_last):
+            packed[-1] = (packed[-1][0], run_last)
+            continue
         packed.append((run_first, run_last))
     return packed
 
 
-def _word_pieces(line: str, max_chars: int) -> list[str]:
-    """Pieces of one long line, each within the cap, cut between words (a single word
-    longer than the cap is cut where the cap falls). Each piece is a substring of the line."""
+def _word_pieces(line: str, sizes: _Sizes) -> list[str]:
+    """Pieces of one long line, each fitting a chunk, cut between words (a single word
+    longer than a chunk's room is cut where the room ends). Each piece is a substring of
+    the line."""
     pieces, start = [], 0
     while start < len(line):
         while start < len(line) and line[start].isspace():
             start += 1
         if start >= len(line):
             break
-        end = min(start + max_chars, len(line))
+        end = start + sizes.prefix(line, start)
         if end < len(line):
             cut = line.rfind(" ", start + 1, end + 1)
             if cut > start:

@@ -20,11 +20,13 @@ import importlib.util
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -51,14 +53,24 @@ class Embedder:
     """One loaded model, shared by every thread, in two sessions: one for queries
     (`embed_one`), one for bulk work (`embed`: files, turns, facts). A query never waits
     for bulk work, however long its backlog: each session runs one call at a time, and
-    the two share the cores. Bulk work runs in slices of at most `_SLICE_CHARS`
-    characters, so its memory stays bounded whatever it is given."""
+    bulk work runs on its own thread at the lowest CPU priority (on Linux), with the
+    model's worker threads it starts, so a query takes the cores it needs first. Bulk
+    work runs in slices of at most `_SLICE_CHARS` characters, so its memory stays
+    bounded whatever it is given."""
 
-    def __init__(self, model: str, bulk, query, batch_size: int):
+    def __init__(self, model: str, bulk: Callable, query, batch_size: int, reads=None):
+        """`bulk` makes the bulk session; it runs on the bulk thread, so that the
+        threads the session starts inherit that thread's priority. `reads` is the
+        model's tokenizer and how many tokens it reads, where they are known."""
         self.model = model
-        self._bulk, self._query = bulk, query
+        self._reads = reads
+        self._bulk_thread = ThreadPoolExecutor(
+            1, thread_name_prefix="pps-embed-bulk", initializer=_lowest_priority
+        )
+        self._bulk = self._bulk_thread.submit(bulk).result()
+        self._query = query
         self._batch_size = batch_size
-        self._bulk_lock, self._query_lock = threading.Lock(), threading.Lock()
+        self._query_lock = threading.Lock()
         self.dim = int(self.embed_one("dimension probe").shape[0])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -67,14 +79,38 @@ class Embedder:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         rows: list = []
         for batch in _slices(texts, self._batch_size):
-            with self._bulk_lock:
-                rows += _run(self._bulk, batch)
+            rows += self._bulk_thread.submit(lambda b=batch: _run(self._bulk, b)).result()
         return _unit(rows)
 
     def embed_one(self, text: str) -> np.ndarray:
         """A query's vector."""
         with self._query_lock:
             return _unit(_run(self._query, [text]))[0]
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The tokens of a text the model reads (it cuts off the rest), its own start
+        and end tokens left out; None where the model does not say."""
+        return None if self._reads is None else self._reads[1] - 2
+
+    def count(self, lines: list[str]) -> list[int]:
+        """The model's tokens in each line (needs `max_tokens`)."""
+        tokenizer = self._reads[0]
+        return [len(e) for e in tokenizer.encode_batch(lines, add_special_tokens=False)]
+
+    def cut(self, text: str, tokens: int) -> int:
+        """How many characters at the start of `text` hold `tokens` of the model's tokens
+        (needs `max_tokens`)."""
+        encoding = self._reads[0].encode(text, add_special_tokens=False)
+        return len(text) if len(encoding) <= tokens else encoding.offsets[tokens - 1][1]
+
+
+def _lowest_priority() -> None:
+    """Lower the calling thread's CPU priority to the least (nice 19). On Linux a
+    priority belongs to a thread, and threads it starts inherit it; elsewhere it would
+    be the whole process's, so it is left alone there."""
+    if sys.platform == "linux":
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
 def _run(engine, batch: list[str]) -> list:
@@ -186,9 +222,27 @@ def _load(settings: Settings) -> Embedder:
 
     # A query is one short text: one thread serves it, on a core that bulk work leaves.
     bulk_threads = max(1, (os.cpu_count() or 2) - 1)
+    query = session(1)
     return Embedder(
-        settings.embedding_model, session(bulk_threads), session(1), settings.embedding_batch_size
+        settings.embedding_model,
+        lambda: session(bulk_threads),
+        query,
+        settings.embedding_batch_size,
+        _reads(query),
     )
+
+
+def _reads(engine) -> tuple | None:
+    """A copy of the session's tokenizer that counts without cutting, and the number
+    of tokens the session reads; None where the model does not say."""
+    tokenizer = getattr(getattr(engine, "model", None), "tokenizer", None)
+    most = (getattr(tokenizer, "truncation", None) or {}).get("max_length")
+    if not most:
+        return None
+    counting = type(tokenizer).from_str(tokenizer.to_str())
+    counting.no_truncation()
+    counting.no_padding()
+    return counting, most
 
 
 def _register_bundled() -> None:

@@ -44,6 +44,7 @@ Progress = Callable[[int, int], None]
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _EMBED_BATCH = 256
 _INLINE_EMBED_MAX = 64  # chunks a file may have to embed while it is indexed
+_CONTEXT_TOKENS = 32  # of the model's length, kept for a chunk's title and headings
 FILE_EMBED_JOB = "embed_files"
 
 
@@ -288,7 +289,7 @@ class Index:
         return ("updated" if known is not None else "added"), len(fresh)
 
     def _chunk_rows(self, entity: str, source: Source, text: str) -> list[dict]:
-        document = chunks.split(text, self.settings.chunk_max_chars)
+        document = chunks.split(text, self._room())
         meta = document.meta
         name = PurePosixPath(source.path)
         title = str(meta.get("title") or "").strip() or _first_title(document) or name.stem
@@ -322,6 +323,18 @@ class Index:
                 }
             )
         return rows
+
+    def _room(self) -> chunks.Room:
+        """A chunk's room: `chunk_max_chars`, and what the model reads of it after its
+        title and headings (`_CONTEXT_TOKENS` of them), so no chunk's end goes unread."""
+        try:
+            embedder = self.embedder()
+        except embeddings.Unavailable:
+            embedder = None
+        if embedder is None or embedder.max_tokens is None:
+            return chunks.Room(self.settings.chunk_max_chars)
+        tokens = embedder.max_tokens - _CONTEXT_TOKENS
+        return chunks.Room(self.settings.chunk_max_chars, tokens, embedder.count, embedder.cut)
 
     @staticmethod
     def _drop_file_chunks(conn, file_id: int) -> list[int]:

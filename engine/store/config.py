@@ -123,7 +123,11 @@ class Settings(BaseSettings):
         " reported (resync, GET /v1/search/index, /health, pps doctor).",
     )
     chunk_max_chars: int = Field(
-        1500, ge=200, le=20_000, description="Longest chunk; longer sections split at words."
+        1500,
+        ge=200,
+        le=20_000,
+        description="Longest chunk in characters (a chunk also fits the embedding model's"
+        " length); longer sections split at words.",
     )
     search_watch: bool = Field(True, description="Follow file changes in the homes while running.")
     search_rescan_s: float = Field(
