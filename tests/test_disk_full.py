@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 
 import pytest
 from typer.testing import CliRunner
 
+from engine.capture import entities
 from engine.search import turns
 from engine.store import queue, timestamps
 from engine.store.db import Database
-from tests.conftest import AppServer, settings_env, wait_for
+from tests.conftest import AppServer, connect, settings_env, wait_for
 from tests.mcp_client import ToolFailed, call, session
 
 UNLIMITED = 1_073_741_823
@@ -185,3 +187,48 @@ def test_workers_on_a_full_disk_keep_running_and_health_names_them(server, make_
         return health["status"] == "ok" and counts["done"] == 1
 
     wait_for(recovered, timeout=30, what="the job to finish and /health to recover")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 256 KiB file system (tmpfs), for a home on a disk that fills up."""
+    point = tmp_path / "small"
+    point.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(point)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def test_home_files_on_a_full_disk_answer_503_and_leave_nothing(tmp_path, small_disk):
+    home = small_disk / "mira"
+    home.mkdir()
+    with AppServer(tmp_path / "data", entity_homes={"mira": home}) as server:
+        client = connect(server, entities.create(server.db, "mira"))
+        filler = small_disk / "filler"
+        filler.write_bytes(b"x" * (240 * 1024))  # the disk has ~16 KiB left
+        photo = {"title": "The garden in May", "content": "Roses and tulips. " * 2_000}
+        for route, body in (("/v1/anchors", photo), ("/v1/crystals", {"content": BIG[:40_000]})):
+            response = client.post(route, json=body)
+            assert response.status_code == 503, response.text
+            assert response.headers["Retry-After"].isdigit()
+            [problem] = response.json()["problems"]
+            assert problem["field"] == "disk" and "full" in problem["problem"]
+        # Nothing half-written is left in the home, nor found by search.
+        left = [p.name for p in home.rglob("*") if p.is_file() and p.name != ".lock"]
+        assert left == []
+        assert client.get("/v1/anchors").json()["anchors"] == []
+        # Space is back: the same requests succeed.
+        filler.unlink()
+        assert client.post("/v1/anchors", json=photo).status_code == 201
+        assert client.post("/v1/crystals", json={"content": BIG[:40_000]}).status_code == 200
+        client.close()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from engine.store.db import ensure_private_dir
+from engine.store.db import ensure_private_dir, write_private
 from engine.store.errors import InputError, NotFound
 from engine.store.requests import Request
 
@@ -124,12 +124,10 @@ def _read(home: Path, path: Path) -> Crystal:
 
 
 def _write_private(path: Path, text: str) -> None:
+    """Complete before it appears under its name."""
     partial = path.with_suffix(".md.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
+    partial.unlink(missing_ok=True)  # left by a crash
+    write_private(partial, text)
     partial.rename(path)
 
 

@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.store.config import Settings
-from engine.store.db import ensure_private_dir
+from engine.store.db import ensure_private_dir, write_private
 from engine.store.errors import InputError, NotFound
 
 WORD_PHOTOS = "word_photos"
@@ -222,7 +222,7 @@ def write_new(home: Home, folder: str, stem: str, text: str) -> str:
             ensure_private_dir(current)
     directory = home.root.joinpath(*parts)
     temporary = directory / f".{stem}.{uuid.uuid4().hex}.tmp"
-    _write_private(temporary, text)
+    write_private(temporary, text)
     try:
         for n in range(1, 1000):
             name = f"{stem}.md" if n == 1 else f"{stem}_{n}.md"
@@ -232,22 +232,13 @@ def write_new(home: Home, folder: str, stem: str, text: str) -> str:
                 continue
             except OSError:  # no hard links here (some network and FUSE file systems)
                 try:
-                    _write_private(directory / name, text)
+                    write_private(directory / name, text)
                 except FileExistsError:
                     continue
             return f"{PurePosixPath(folder).as_posix()}/{name}"
         raise InputError.of("path", f"too many files named {stem} in {folder}")
     finally:
         temporary.unlink(missing_ok=True)
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Create `path` (refusing an existing one) 0600, write it, and flush it to disk."""
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
 
 
 SHARED_KEY = "shared:"

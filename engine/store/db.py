@@ -8,6 +8,7 @@ here rather than spinning on SQLite's busy handler.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -90,6 +91,26 @@ def ensure_private_file(path: Path) -> Path:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     _private(path, 0o600)
     return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Create `path` (refusing an existing one) 0600, write `text`, and flush it to disk.
+    A disk without room for it raises Unavailable("disk") and leaves no file behind."""
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise Unavailable(
+            "disk",
+            f"the disk is full ({exc.strerror}): nothing was written; try again once there"
+            " is space",
+        ) from exc
 
 
 def _private(path: Path, mode: int) -> None:
