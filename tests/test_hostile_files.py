@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import os
 
+import pytest
+
 from engine.capture import entities
 from engine.search.chunks import FRONT_MATTER_MAX_CHARS, split
 from tests.conftest import AppServer, connect, wait_for
@@ -161,3 +163,14 @@ def test_a_symlink_loop_in_a_home_is_refused_where_named_and_skipped_elsewhere(s
     assert "loop" in saved.json()["problems"][0]["problem"]
     assert client.get("/v1/anchors").json()["anchors"] == []
     assert client.get("/health").status_code == 200
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of any mode")
+def test_a_file_the_service_may_not_read_is_a_4xx_naming_it(server, client):
+    secret = home(server, client) / "memory" / "secret.md"
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text("Not for the service.\n")
+    secret.chmod(0)
+    read = client.get("/v1/files", params={"path": "memory/secret.md"})
+    assert read.status_code == 422, read.text
+    assert "Permission denied" in read.json()["problems"][0]["problem"]

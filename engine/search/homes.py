@@ -290,7 +290,10 @@ def read_lines(home: Home, relative: str, start: int = 1, count: int | None = No
     """memory_get: `count` lines (default: up to MAX_READ_LINES) of a home file from line
     `start`. Past the end there are no lines, and `to` is `from` - 1."""
     path = home.resolve(relative)
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:  # not ours to read (its mode), or gone bad on the disk
+        raise InputError.of("path", _unreadable(exc)) from None
     chosen = lines[start - 1 : start - 1 + (MAX_READ_LINES if count is None else count)]
     return FileLines(
         path=PurePosixPath(relative.replace("\\", "/")).as_posix(),
