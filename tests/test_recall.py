@@ -285,3 +285,28 @@ def test_startup_on_a_channel_without_a_space_tells_the_last_one_entered(make_cl
     client.post("/v1/spaces/porch/enter", json={})
     answer = recall(client, context="startup", channel="terminal")
     assert "porch: Rain on the roof." in answer["context"]
+
+
+def test_the_turn_that_answers_comes_before_word_photos_on_its_theme(make_client):
+    """A word-photo does not outrank the turn that answers the moment by its kind alone:
+    the best of each is ordered by how well it matches."""
+    client = make_client()
+    for title in ("The garden in spring", "Evenings on the back step"):
+        saved = client.post(
+            "/v1/anchors",
+            json={"title": title, "content": "Tulips by the gate, the blue pots, the back door."},
+        )
+        assert saved.status_code == 201, saved.text
+    client.post(
+        "/v1/events",
+        json=[
+            {
+                "channel": "terminal",
+                "author": "dana",
+                "content": "the spare key lives under the blue flowerpot by the back door",
+            }
+        ],
+    )
+    wait_searchable(client, "spare key flowerpot")
+    answer = recall(client, context="where is the spare key?")
+    assert answer["items"][0]["layer"] == "turns", [i["text"] for i in answer["items"]]

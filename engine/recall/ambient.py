@@ -75,7 +75,7 @@ WEIGHTS = {  # how much a layer's best item counts against another layer's best
     "anchors": 1.0,
     "graph": 0.9,
     "summaries": 0.8,
-    "turns": 0.8,
+    "turns": 1.0,  # 0.8 put a theme's word-photo above the turn that answers (companion set)
     "inventory": 1.0,
     "recent": 0.5,
 }
@@ -470,7 +470,9 @@ def _timed(layer: Layer) -> tuple[list[Item], float]:
 
 def _fuse(results: dict[str, list[Item]]) -> list[Item]:
     """Rank fusion across layers; duplicates (the same event, file lines or text) keep
-    their best entry."""
+    their best entry. Items that fuse equal (each layer's best, where the layers weigh
+    the same) go in the order of their layer's own score: word-photos and turns are
+    scored alike, by the search service."""
     best_possible = 1.0 / (RANK_K + 1)
     fused: dict[str, Item] = {}
     for layer, items in results.items():
@@ -489,7 +491,7 @@ def _fuse(results: dict[str, list[Item]]) -> list[Item]:
             key = _identity(item)
             if key not in fused or fused[key].score < score:
                 fused[key] = item
-    return sorted(fused.values(), key=lambda i: -i.score)
+    return sorted(fused.values(), key=lambda i: (-i.score, -i.signals["layer_score"]))
 
 
 def _trim(items: list[Item], max_tokens: int) -> list[Item]:
