@@ -35,7 +35,7 @@ from engine.capture.patterns import CHANNEL_PATTERN, EVENT_TYPE_PATTERN, EVENT_U
 from engine.capture.words import any_of, keywords
 from engine.store import timestamps
 from engine.store.db import Database
-from engine.store.errors import FieldProblem, InputError, from_validation
+from engine.store.errors import FieldProblem, InputError, NotFound, from_validation
 from engine.store.requests import Request
 
 Moment = Annotated[str | int | float, BeforeValidator(timestamps.normalise)]
@@ -338,6 +338,54 @@ def _word_weights(db: Database, entity: str, words: list[str]) -> dict[str, floa
         ).fetchone()[0]
         weights[word] = math.log(1 + (events - holding + 0.5) / (holding + 0.5))
     return weights
+
+
+class Stream(BaseModel):
+    """A channel or a session: how many events it holds, and its newest one's time."""
+
+    name: str
+    events: int
+    last_at: str
+
+
+def channels(db: Database, entity: str) -> list[Stream]:
+    """The entity's channels, the most recently active first."""
+    rows = db.conn.execute(
+        "SELECT channel AS name, COUNT(*) AS events, MAX(created_at) AS last_at"
+        " FROM events WHERE entity = ? GROUP BY channel ORDER BY last_at DESC",
+        (entity,),
+    )
+    return [Stream(**row) for row in rows]
+
+
+def sessions(
+    db: Database, entity: str, channel: str | None = None, limit: int = 30
+) -> list[Stream]:
+    """The entity's sessions (of one channel, if given), the most recently active first."""
+    where, params = "entity = ? AND session_id IS NOT NULL", [entity]
+    if channel is not None:
+        where += " AND channel = ?"
+        params.append(channel)
+    rows = db.conn.execute(
+        "SELECT session_id AS name, COUNT(*) AS events, MAX(created_at) AS last_at"
+        f" FROM events WHERE {where} GROUP BY session_id ORDER BY last_at DESC LIMIT ?",
+        [*params, limit],
+    )
+    return [Stream(**row) for row in rows]
+
+
+def get_event(
+    db: Database, entity: str, event_id: int | None = None, event_uid: str | None = None
+) -> Event:
+    """One of the entity's events, by its id or its event_uid; another entity's is not
+    found."""
+    column, value = ("id", event_id) if event_id is not None else ("event_uid", event_uid)
+    row = db.conn.execute(
+        f"SELECT * FROM events WHERE {column} = ? AND entity = ?", (value, entity)
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no event {value}", field="event" if column == "id" else "uid")
+    return Event.from_row(row)
 
 
 def turns_around(db: Database, entity: str, query: AroundQuery) -> list[Event]:
