@@ -390,17 +390,34 @@ def get_event(
 
 def turns_around(db: Database, entity: str, query: AroundQuery) -> list[Event]:
     """`count` events around the moment (half before, half after), oldest first."""
-    at, count = query.timestamp, query.count
     where, params = query.where(entity)
+    return _around(db, where, params, (query.timestamp,), query.count)
+
+
+def turns_around_event(
+    db: Database, entity: str, event: Event, count: int = 20, channel: str | None = None
+) -> list[Event]:
+    """`count` events around one of the entity's events (half before, half after, the
+    event among the ones before), oldest first; of one channel, if given. Events of the
+    same moment are ordered by id, so a batch stored at once still has an around."""
+    where, params = EventFilter(channel=channel).where(entity)
+    return _around(db, where, params, (event.created_at, event.id), count)
+
+
+def _around(db: Database, where: str, params: list, at: tuple, count: int) -> list[Event]:
+    """The events at or before `at` and after it, `count` in all: (created_at,) or
+    (created_at, id)."""
+    columns = "created_at" if len(at) == 1 else "(created_at, id)"
+    marks = "?" if len(at) == 1 else "(?, ?)"
     before = db.conn.execute(
-        f"SELECT * FROM events WHERE {where} AND created_at <= ?"
+        f"SELECT * FROM events WHERE {where} AND {columns} <= {marks}"
         " ORDER BY created_at DESC, id DESC LIMIT ?",
-        [*params, at, count],
+        [*params, *at, count],
     ).fetchall()
     after = db.conn.execute(
-        f"SELECT * FROM events WHERE {where} AND created_at > ?"
+        f"SELECT * FROM events WHERE {where} AND {columns} > {marks}"
         " ORDER BY created_at ASC, id ASC LIMIT ?",
-        [*params, at, count],
+        [*params, *at, count],
     ).fetchall()
     want_after = min(len(after), count // 2)
     want_before = min(len(before), count - want_after)

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from engine import health as checks
 from engine.capture import entities
 from engine.capture import events as capture
-from engine.capture.events import AroundQuery, EventQuery, Page, SearchQuery
+from engine.capture.events import EventQuery, Page, SearchQuery
 from engine.llm import budget
 from engine.recall import ambient as recall
 from engine.recall.ambient import LogQuery, RecallRequest
@@ -247,13 +247,11 @@ def around(
     """The turns around one event: in its channel, or in every channel."""
     if event is None and not uid:
         raise InputError.of("event", "name an event: ?event=<id> or ?uid=<event_uid>")
+    if not 1 <= count <= 500:
+        raise InputError.of("count", "from 1 to 500")
     found = capture.get_event(db, session.entity, event_id=event, event_uid=uid)
-    ask = AroundQuery(
-        timestamp=found.created_at,
-        count=count,
-        channel=None if everywhere else found.channel,
-    )
-    turns = capture.turns_around(db, session.entity, ask)
+    channel = None if everywhere else found.channel
+    turns = capture.turns_around_event(db, session.entity, found, count, channel)
     return render(
         request,
         "around.html",
