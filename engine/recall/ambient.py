@@ -54,7 +54,7 @@ from engine.store import timestamps
 from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.errors import InputError
-from engine.store.requests import Request
+from engine.store.requests import INT64_MAX, Request
 
 
 class Layers(Protocol):
@@ -268,7 +268,7 @@ class Log(BaseModel):
 
 class LogQuery(Request):
     limit: int = Field(50, ge=1, le=500)
-    id: int | None = Field(None, ge=1, description="One entry, by its id.")
+    id: int | None = Field(None, ge=1, le=INT64_MAX, description="One entry, by its id.")
     channel: str | None = Field(
         None, pattern=CHANNEL_PATTERN, description="Recalls from one channel."
     )

@@ -364,7 +364,8 @@ def queue_page(
     db: DB,
     runtime: AppRuntime,
     settings: AppSettings,
-    retried: str | None = None,
+    retried_job: int | None = None,
+    retried: int | None = None,
 ) -> Response:
     used = budget.usage_today(db, session.entity)
     return render(
@@ -376,7 +377,9 @@ def queue_page(
         used=used,
         limits={"calls": settings.graph_daily_calls, "tokens": settings.graph_daily_tokens},
         spent=budget.budget_spent(db, settings, session.entity),
-        retried=retried,
+        retried=f"job {retried_job}"
+        if retried_job is not None
+        else (None if retried is None else f"{retried} jobs"),
     )
 
 
@@ -391,10 +394,10 @@ def retry(
         if not job.strip().isdigit():
             raise InputError.of("job", "a job id, a whole number")
         queue.retry_job(db, session.entity, int(job))
-        note = f"job {int(job)}"
+        note = f"retried_job={int(job)}"
     else:
-        note = f"{queue.retry(db, session.entity, dead=True)} jobs"
-    return guard.harden(RedirectResponse(f"/ui/queue?retried={note}", status_code=303))
+        note = f"retried={queue.retry(db, session.entity, dead=True)}"
+    return guard.harden(RedirectResponse(f"/ui/queue?{note}", status_code=303))
 
 
 # --- what comes next ---
