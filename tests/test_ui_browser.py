@@ -176,6 +176,12 @@ def test_a_person_signs_in_watches_recalls_tends_and_signs_out(browser_context, 
     expect(page.locator('tr[data-component="database"]')).to_contain_text("ok")
     expect(page.locator("#budget")).to_contain_text("calls")
     page.screenshot(path=shots / "ui-queue.png", full_page=True)
+    # The browser's own cookie, without the page's CSRF token: refused, nothing changes.
+    forged = page.request.post(
+        server.url + "/ui/queue/retry", form={"job": str(job.id)}, headers={"Origin": server.url}
+    )
+    assert forged.status == 403 and "CSRF" in forged.text()
+    assert [d.id for d in queue.status(server.db, "lyra").dead] == [job.id]
     row.get_by_role("button", name="Retry").click()
     expect(page.get_by_role("status")).to_contain_text(f"job {job.id}")
     expect(page.locator(f'tr[data-job="{job.id}"]')).to_have_count(0)
