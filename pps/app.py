@@ -1,7 +1,7 @@
 """The FastAPI application: lifespan, authentication, and one error shape for every face.
 
-Routes live in `pps.rest.*` and stay thin: parse, call one engine service, shape
-the answer. Every 4xx, 502 and 503 body is
+Routes live in `pps.rest.*` (the web face's in `pps.web`) and stay thin: parse, call
+one engine service, shape the answer. Every 4xx, 502 and 503 body is
 `{"error", "message", "problems": [{"field", "problem"}]}`.
 """
 
@@ -48,6 +48,7 @@ from pps.rest import (
 )
 from pps.rest.deps import Unauthorized, problem_response
 from pps.rest.statuses import document
+from pps.web import mount as web_mount
 
 
 def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
@@ -104,6 +105,7 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
     ):
         document(router)
         app.include_router(router)
+    web_mount(app)  # the web face, /ui (docs/ui.md)
     serving_mcp = mcp_mount(app, settings.host)
     return app
 

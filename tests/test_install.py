@@ -39,6 +39,14 @@ def test_the_wheel_carries_every_migration(wheel):
     assert any(n.startswith("pps/cli/") for n in names)
 
 
+def test_the_wheel_carries_the_web_faces_templates_and_script(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    web = ROOT / "pps" / "web"
+    for folder in ("templates", "static"):
+        files = {f"pps/web/{folder}/{p.name}" for p in (web / folder).iterdir() if p.is_file()}
+        assert files and files <= names, sorted(files - names)
+
+
 def test_an_installed_wheel_finds_its_migrations(wheel, tmp_path):
     site = tmp_path / "site"
     subprocess.run(

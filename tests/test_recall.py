@@ -155,6 +155,35 @@ def test_trace_shows_why_and_the_budget_trims(lyra):
     assert len(small["items"]) < len(traced["items"])
 
 
+def test_trace_says_what_fusion_dropped_and_each_layers_budget(lyra):
+    # "comfy robe" is a turn both as a past turn and as news from another channel.
+    traced = recall(lyra, context="comfy robe", channel="discord", trace=True)
+    duplicates = [d for d in traced["dropped"] if d["reason"] == "duplicate"]
+    assert duplicates and all("the same memory as a better" in d["detail"] for d in duplicates)
+    kept = {i["source"].get("event_uid") for i in traced["items"]}
+    assert {d["source"].get("event_uid") for d in duplicates} <= kept
+    assert traced["manifest"]["turns"]["budget_ms"] == 20000
+    assert traced["manifest"]["graph"]["budget_ms"] > 0
+    long_story = "The robe again: " + "soft blue folds, warm evenings, the fire. " * 30
+    lyra.post("/v1/anchors", json={"title": "Robe evenings", "content": long_story})
+    small = recall(lyra, context="comfy robe", max_tokens=100, trace=True)
+    past = [d for d in small["dropped"] if d["reason"] == "max_tokens"]
+    assert any(d["text"].startswith("The robe again") for d in past)
+    assert {d["detail"] for d in past} == {"past max_tokens 100"}
+    assert recall(lyra, context="comfy robe")["dropped"] is None  # only with trace
+
+
+def test_the_recall_log_filters(lyra):
+    recall(lyra, context="the Kitchen bread", channel="discord")
+    recall(lyra, context="comfy robe", channel="terminal")
+    log = lyra.get("/v1/recall/log", params={"contains": "kitchen"}).json()["entries"]
+    assert [e["context"] for e in log] == ["the Kitchen bread"]
+    log = lyra.get("/v1/recall/log", params={"channel": "terminal"}).json()["entries"]
+    assert log and {e["channel"] for e in log} == {"terminal"}
+    one = lyra.get("/v1/recall/log", params={"id": log[0]["id"]}).json()["entries"]
+    assert [e["id"] for e in one] == [log[0]["id"]]
+
+
 def test_recall_log_records_each_call(lyra):
     recall(lyra, context="comfy robe")
     entries = lyra.get("/v1/recall/log", params={"limit": 1}).json()["entries"]

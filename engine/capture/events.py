@@ -35,7 +35,7 @@ from engine.capture.patterns import CHANNEL_PATTERN, EVENT_TYPE_PATTERN, EVENT_U
 from engine.capture.words import any_of, keywords
 from engine.store import timestamps
 from engine.store.db import Database
-from engine.store.errors import FieldProblem, InputError, from_validation
+from engine.store.errors import FieldProblem, InputError, NotFound, from_validation
 from engine.store.requests import Request
 
 Moment = Annotated[str | int | float, BeforeValidator(timestamps.normalise)]
@@ -340,19 +340,84 @@ def _word_weights(db: Database, entity: str, words: list[str]) -> dict[str, floa
     return weights
 
 
+class Stream(BaseModel):
+    """A channel or a session: how many events it holds, and its newest one's time."""
+
+    name: str
+    events: int
+    last_at: str
+
+
+def channels(db: Database, entity: str) -> list[Stream]:
+    """The entity's channels, the most recently active first."""
+    rows = db.conn.execute(
+        "SELECT channel AS name, COUNT(*) AS events, MAX(created_at) AS last_at"
+        " FROM events WHERE entity = ? GROUP BY channel ORDER BY last_at DESC",
+        (entity,),
+    )
+    return [Stream(**row) for row in rows]
+
+
+def sessions(
+    db: Database, entity: str, channel: str | None = None, limit: int = 30
+) -> list[Stream]:
+    """The entity's sessions (of one channel, if given), the most recently active first."""
+    where, params = "entity = ? AND session_id IS NOT NULL", [entity]
+    if channel is not None:
+        where += " AND channel = ?"
+        params.append(channel)
+    rows = db.conn.execute(
+        "SELECT session_id AS name, COUNT(*) AS events, MAX(created_at) AS last_at"
+        f" FROM events WHERE {where} GROUP BY session_id ORDER BY last_at DESC LIMIT ?",
+        [*params, limit],
+    )
+    return [Stream(**row) for row in rows]
+
+
+def get_event(
+    db: Database, entity: str, event_id: int | None = None, event_uid: str | None = None
+) -> Event:
+    """One of the entity's events, by its id or its event_uid; another entity's is not
+    found."""
+    column, value = ("id", event_id) if event_id is not None else ("event_uid", event_uid)
+    row = db.conn.execute(
+        f"SELECT * FROM events WHERE {column} = ? AND entity = ?", (value, entity)
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no event {value}", field="event" if column == "id" else "uid")
+    return Event.from_row(row)
+
+
 def turns_around(db: Database, entity: str, query: AroundQuery) -> list[Event]:
     """`count` events around the moment (half before, half after), oldest first."""
-    at, count = query.timestamp, query.count
     where, params = query.where(entity)
+    return _around(db, where, params, (query.timestamp,), query.count)
+
+
+def turns_around_event(
+    db: Database, entity: str, event: Event, count: int = 20, channel: str | None = None
+) -> list[Event]:
+    """`count` events around one of the entity's events (half before, half after, the
+    event among the ones before), oldest first; of one channel, if given. Events of the
+    same moment are ordered by id, so a batch stored at once still has an around."""
+    where, params = EventFilter(channel=channel).where(entity)
+    return _around(db, where, params, (event.created_at, event.id), count)
+
+
+def _around(db: Database, where: str, params: list, at: tuple, count: int) -> list[Event]:
+    """The events at or before `at` and after it, `count` in all: (created_at,) or
+    (created_at, id)."""
+    columns = "created_at" if len(at) == 1 else "(created_at, id)"
+    marks = "?" if len(at) == 1 else "(?, ?)"
     before = db.conn.execute(
-        f"SELECT * FROM events WHERE {where} AND created_at <= ?"
+        f"SELECT * FROM events WHERE {where} AND {columns} <= {marks}"
         " ORDER BY created_at DESC, id DESC LIMIT ?",
-        [*params, at, count],
+        [*params, *at, count],
     ).fetchall()
     after = db.conn.execute(
-        f"SELECT * FROM events WHERE {where} AND created_at > ?"
+        f"SELECT * FROM events WHERE {where} AND {columns} > {marks}"
         " ORDER BY created_at ASC, id ASC LIMIT ?",
-        [*params, at, count],
+        [*params, *at, count],
     ).fetchall()
     want_after = min(len(after), count // 2)
     want_before = min(len(before), count - want_after)

@@ -54,7 +54,7 @@ from engine.store import timestamps
 from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.errors import InputError
-from engine.store.requests import Request
+from engine.store.requests import INT64_MAX, Request
 
 
 class Layers(Protocol):
@@ -155,7 +155,19 @@ class LayerReport(BaseModel):
     count: int = 0
     chars: int = 0
     latency_ms: float = 0.0
+    budget_ms: float | None = Field(None, description="The layer's time budget.")
     detail: str | None = None
+
+
+class Dropped(BaseModel):
+    """An item a layer found that the answer does not hold, and why (with `trace`)."""
+
+    layer: str
+    text: str
+    score: float
+    source: dict[str, Any]
+    reason: Literal["duplicate", "max_tokens", "max_chars"]
+    detail: str
 
 
 class Recall(BaseModel):
@@ -170,6 +182,11 @@ class Recall(BaseModel):
     left_out: dict[str, int] = Field(
         default_factory=dict, description="Items left out to stay within max_chars, by layer."
     )
+    dropped: list[Dropped] | None = Field(
+        None,
+        description="With `trace`: what layers found and fusion dropped (a duplicate of a"
+        " better item, past max_tokens or max_chars), and why.",
+    )
     latency_ms: float
 
 
@@ -180,16 +197,20 @@ def recall(runtime: Layers, entity: str, request: RecallRequest) -> Recall:
     began = time.perf_counter()
     counting = _pool.submit(summaries.unsummarized_count, runtime.db, entity)
     startup = request.context.strip().lower() == "startup"
+    dropped: list[Dropped] = []
     if startup:
         items, manifest, more = _startup(runtime, entity, request)
         chosen = items  # startup keeps everything it gathered: fidelity over thrift
     else:
-        items, manifest = _ambient(runtime, entity, request)
+        items, manifest = _ambient(runtime, entity, request, dropped)
         chosen, more = _trim(items, request.max_tokens), 0
+        dropped += _dropped(items, chosen, "max_tokens", f"past max_tokens {request.max_tokens}")
     unsummarized = counting.result()
     left_out: dict[str, int] = {}
     if request.max_chars is not None:  # ... unless the caller can take only so much
-        chosen, left_out = _fit(chosen, startup, unsummarized, more, request.max_chars)
+        fitted, left_out = _fit(chosen, startup, unsummarized, more, request.max_chars)
+        dropped += _dropped(chosen, fitted, "max_chars", f"past max_chars {request.max_chars}")
+        chosen = fitted
         more += left_out.get("unsummarized", 0)
     for layer, report in manifest.items():
         kept = [item for item in chosen if item.layer == layer]
@@ -210,8 +231,25 @@ def recall(runtime: Layers, entity: str, request: RecallRequest) -> Recall:
         warning=summaries.warning(unsummarized),
         more_unsummarized=more,
         left_out=left_out,
+        dropped=dropped if request.trace else None,
         latency_ms=latency,
     )
+
+
+def _dropped(before: list[Item], after: list[Item], reason, detail: str) -> list[Dropped]:
+    kept = {id(item) for item in after}
+    return [
+        Dropped(
+            layer=item.layer,
+            text=item.text,
+            score=item.score,
+            source=item.source,
+            reason=reason,
+            detail=detail,
+        )
+        for item in before
+        if id(item) not in kept
+    ]
 
 
 class LogEntry(BaseModel):
@@ -230,12 +268,31 @@ class Log(BaseModel):
 
 class LogQuery(Request):
     limit: int = Field(50, ge=1, le=500)
+    id: int | None = Field(None, ge=1, le=INT64_MAX, description="One entry, by its id.")
+    channel: str | None = Field(
+        None, pattern=CHANNEL_PATTERN, description="Recalls from one channel."
+    )
+    contains: str | None = Field(
+        None, min_length=1, max_length=200, description="Recalls whose context holds this text."
+    )
 
 
 def log_entries(db, entity: str, ask: LogQuery) -> Log:
-    """The newest recall log entries, for audits (what surfaced, why, how fast)."""
+    """The newest recall log entries, for audits (what surfaced, why, how fast), filtered
+    by id, channel or the text of their context (any case)."""
+    where, params = ["entity = ?"], [entity]
+    if ask.id is not None:
+        where.append("id = ?")
+        params.append(ask.id)
+    if ask.channel is not None:
+        where.append("channel = ?")
+        params.append(ask.channel)
+    if ask.contains is not None:
+        where.append("instr(lower(context), lower(?)) > 0")
+        params.append(ask.contains)
     rows = db.conn.execute(
-        "SELECT * FROM recall_log WHERE entity = ? ORDER BY id DESC LIMIT ?", (entity, ask.limit)
+        f"SELECT * FROM recall_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
+        [*params, ask.limit],
     )
     entries = [
         LogEntry.model_validate(
@@ -335,7 +392,7 @@ def _startup(runtime: Layers, entity: str, request: RecallRequest):
 # --- ambient ---
 
 
-def _ambient(runtime: Layers, entity: str, request: RecallRequest):
+def _ambient(runtime: Layers, entity: str, request: RecallRequest, dropped: list[Dropped]):
     settings, db, index, n = runtime.settings, runtime.db, runtime.index, request.limit_per_layer
     context = request.context[:QUERY_CHARS]
     answering = set(request.answering)
@@ -406,7 +463,7 @@ def _ambient(runtime: Layers, entity: str, request: RecallRequest):
     budgets = {name: settings.recall_budget_ms for name in layers}
     budgets["graph"] = settings.recall_graph_budget_ms
     results, manifest = _fan_out(layers, budgets, answering)
-    return _fuse(results), manifest
+    return _fuse(results, dropped), manifest
 
 
 def _embed_once(index, context: str):
@@ -437,17 +494,19 @@ def _fan_out(layers: dict[str, Layer], budgets: dict[str, float], answering: set
             manifest[name] = LayerReport(
                 status="timeout",
                 latency_ms=budgets[name],
+                budget_ms=budgets[name],
                 detail="over its time budget; skipped",
             )
             continue
         except LayerDown as exc:
-            manifest[name] = LayerReport(status="down", detail=str(exc))
+            manifest[name] = LayerReport(status="down", budget_ms=budgets[name], detail=str(exc))
             continue
         except Exception as exc:  # a failing layer is reported, never fatal
-            manifest[name] = LayerReport(status="down", detail=f"{type(exc).__name__}: {exc}")
+            detail = f"{type(exc).__name__}: {exc}"
+            manifest[name] = LayerReport(status="down", budget_ms=budgets[name], detail=detail)
             continue
         results[name] = [item for item in found if not _answered(item, answering)]
-        manifest[name] = LayerReport(status="ok", latency_ms=latency)
+        manifest[name] = LayerReport(status="ok", latency_ms=latency, budget_ms=budgets[name])
     return results, manifest
 
 
@@ -468,11 +527,11 @@ def _timed(layer: Layer) -> tuple[list[Item], float]:
     return found, round((time.perf_counter() - began) * 1000, 1)
 
 
-def _fuse(results: dict[str, list[Item]]) -> list[Item]:
+def _fuse(results: dict[str, list[Item]], dropped: list[Dropped] | None = None) -> list[Item]:
     """Rank fusion across layers; duplicates (the same event, file lines or text) keep
-    their best entry. Items that fuse equal (each layer's best, where the layers weigh
-    the same) go in the order of their layer's own score: word-photos and turns are
-    scored alike, by the search service."""
+    their best entry, and the others go to `dropped`. Items that fuse equal (each
+    layer's best, where the layers weigh the same) go in the order of their layer's own
+    score: word-photos and turns are scored alike, by the search service."""
     best_possible = 1.0 / (RANK_K + 1)
     fused: dict[str, Item] = {}
     for layer, items in results.items():
@@ -489,8 +548,15 @@ def _fuse(results: dict[str, list[Item]]) -> list[Item]:
             }
             item.score = score
             key = _identity(item)
-            if key not in fused or fused[key].score < score:
+            loser = fused.get(key)
+            if loser is None or loser.score < score:
                 fused[key] = item
+            else:
+                loser = item
+            if loser is not None and dropped is not None:
+                kept = fused[key]
+                why = f"the same memory as a better {kept.layer} item (score {kept.score})"
+                dropped += _dropped([loser], [], "duplicate", why)
     return sorted(fused.values(), key=lambda i: (-i.score, -i.signals["layer_score"]))
 
 

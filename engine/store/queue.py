@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from engine.store import timestamps
 from engine.store.db import Database
-from engine.store.errors import Unavailable
+from engine.store.errors import NotFound, Unavailable
 
 log = logging.getLogger("pps.queue")
 
@@ -183,6 +183,20 @@ def retry(db: Database, entity: str | None = None, dead: bool = False) -> int:
     """Put waiting and retry jobs (and dead ones, with `dead`, their attempts reset) back
     to pending now, and lift pauses. Returns how many jobs were put back."""
     return _requeue(db, ("retry", "waiting", "dead") if dead else ("retry", "waiting"), entity)
+
+
+def retry_job(db: Database, entity: str, job_id: int) -> None:
+    """Put one of the entity's dead (or retry, or waiting) jobs back to pending now, its
+    attempts reset if it was dead. Another entity's job, or one not stuck, is not found."""
+    with db.write() as conn:
+        changed = conn.execute(
+            f"UPDATE jobs SET state = 'pending', next_attempt_at = NULL, {_RELEASE},"
+            " attempts = CASE state WHEN 'dead' THEN 0 ELSE attempts END, updated_at = ?"
+            " WHERE id = ? AND entity = ? AND state IN ('retry', 'waiting', 'dead')",
+            (timestamps.now(), job_id, entity),
+        ).rowcount
+    if not changed:
+        raise NotFound(f"no dead, waiting or retrying job {job_id}", field="job")
 
 
 def resume(db: Database) -> int:

@@ -1,0 +1,415 @@
+"""The pages of the web face and the JSON they poll: each parses, calls the engine
+service REST calls for the same thing (the same request models), and renders.
+
+Pages answer a refusal with an HTML page (not signed in: a redirect to the sign-in
+page); the JSON endpoints under /ui/api answer in the service's one error shape.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
+from fastapi.templating import Jinja2Templates
+from pydantic import ValidationError
+
+from engine import health as checks
+from engine.capture import entities
+from engine.capture import events as capture
+from engine.capture.events import EventQuery, Page, SearchQuery
+from engine.llm import budget
+from engine.recall import ambient as recall
+from engine.recall.ambient import LogQuery, RecallRequest
+from engine.search import hybrid
+from engine.search.hybrid import SearchRequest
+from engine.store import queue
+from engine.store.errors import Forbidden, InputError, NotFound, Unavailable, from_validation
+from pps.rest.deps import DB, AppRuntime, AppSettings
+from pps.web import guard
+from pps.web.guard import LOGIN_COOKIE, Refused, SignedIn, SignInNeeded, Write
+
+log = logging.getLogger("pps.web")
+
+HERE = Path(__file__).parent
+templates = Jinja2Templates(directory=HERE / "templates")
+STATIC = {path.name: path for path in (HERE / "static").iterdir() if path.is_file()}
+NAV = (
+    ("timeline", "Timeline"),
+    ("recall", "Recall"),
+    ("queue", "Queue"),
+    ("audit", "Audit"),
+    ("graph", "Graph"),
+    ("memory", "Memory"),
+)
+COMING = {
+    "audit": "Draw logged recalls at random and judge what surfaced; precision per layer.",
+    "graph": "The entity's facts, valid and invalidated, drawn with their neighbourhood.",
+    "memory": "Word-photos, fragments, memory files, crystals, summaries, inventory.",
+}
+PAGE_SIZE = 50
+
+
+class PageRoute(APIRoute):
+    """A route that answers what goes wrong as a page: not signed in, back to the sign-in
+    page; refused, bad input or not found, an error page with the status."""
+
+    def get_route_handler(self) -> Callable:
+        handler = super().get_route_handler()
+
+        async def page(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except SignInNeeded:
+                return guard.harden(RedirectResponse("/ui", status_code=303))
+            except Refused as exc:
+                return error_page(request, exc.status, exc.problem)
+            except (RequestValidationError, ValidationError) as exc:
+                problems = from_validation(_locations(exc.errors())).problems
+                return error_page(request, 422, "; ".join(str(p) for p in problems))
+            except InputError as exc:
+                return error_page(request, 422, "; ".join(str(p) for p in exc.problems))
+            except NotFound as exc:
+                return error_page(request, 404, str(exc))
+            except Forbidden as exc:
+                return error_page(request, 403, str(exc))
+            except Unavailable as exc:
+                return error_page(request, 503, f"{exc.component}: {exc}")
+
+        return page
+
+
+def _locations(errors: list[dict]) -> list[dict]:
+    """Validation errors as the engine words them: FastAPI's say where (query, path)."""
+    return [
+        {**e, "loc": e["loc"][1:]} if e["loc"] and e["loc"][0] in ("query", "path", "body") else e
+        for e in errors
+    ]
+
+
+pages = APIRouter(
+    prefix="/ui",
+    route_class=PageRoute,
+    include_in_schema=False,
+    dependencies=[Depends(guard.same_origin)],
+)
+api = APIRouter(
+    prefix="/ui/api", include_in_schema=False, dependencies=[Depends(guard.same_origin)]
+)
+
+
+def render(request: Request, template: str, http_status: int = 200, **context: Any) -> HTMLResponse:
+    session = getattr(request.state, "ui_session", None)
+    context = {"session": session, "nav": NAV, **context}
+    response = templates.TemplateResponse(request, template, context, status_code=http_status)
+    return guard.harden(response)
+
+
+def error_page(request: Request, status: int, problem: str) -> HTMLResponse:
+    return render(request, "error.html", http_status=status, status_code=status, problem=problem)
+
+
+def _blank(value: str | None) -> str | None:
+    """A form field left empty is a filter not given."""
+    return value.strip() or None if value is not None else None
+
+
+# --- signing in and out ---
+
+
+@pages.get("")
+def sign_in_page(request: Request) -> Response:
+    if guard.sessions(request).get(request.cookies.get(guard.COOKIE)) is not None:
+        return guard.harden(RedirectResponse("/ui/timeline", status_code=303))
+    return _sign_in_form(request)
+
+
+def _sign_in_form(request: Request, status: int = 200, problem: str | None = None) -> Response:
+    form_token = guard.new_form_token()
+    response = render(
+        request, "sign_in.html", http_status=status, form_csrf=form_token, problem=problem
+    )
+    response.set_cookie(
+        LOGIN_COOKIE, form_token, path="/ui", httponly=True, samesite="strict", max_age=3600
+    )
+    return response
+
+
+@pages.post("/login")
+def sign_in(
+    request: Request,
+    db: DB,
+    token: Annotated[str, Form(max_length=512)] = "",
+    csrf: Annotated[str, Form(max_length=512)] = "",
+) -> Response:
+    guard.check_csrf(request.cookies.get(LOGIN_COOKIE, ""), csrf)
+    entity = entities.authenticate(db, token.strip()) if token.strip() else None
+    if entity is None:
+        log.info("a sign-in to the web face was refused")
+        return _sign_in_form(request, 401, "Unknown or revoked token.")
+    session = guard.sessions(request).start(entity)
+    log.info("%s signed in to the web face", entity)
+    response = guard.harden(RedirectResponse("/ui/timeline", status_code=303))
+    guard.set_session_cookie(response, session)
+    response.delete_cookie(LOGIN_COOKIE, path="/ui", httponly=True, samesite="strict")
+    return response
+
+
+@pages.post("/logout")
+def sign_out(request: Request, session: Write) -> Response:
+    guard.sessions(request).end(session.id)
+    response = guard.harden(RedirectResponse("/ui", status_code=303))
+    guard.clear_session_cookie(response)
+    return response
+
+
+@pages.get("/static/{name}")
+def static(name: str) -> Response:
+    path = STATIC.get(name)
+    if path is None:
+        raise NotFound(f"no file {name}")
+    response = FileResponse(path, headers={"Cache-Control": "no-cache"})
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+# --- timeline ---
+
+
+@pages.get("/timeline")
+def timeline(
+    request: Request,
+    session: SignedIn,
+    db: DB,
+    runtime: AppRuntime,
+    channel: str | None = None,
+    session_id: str | None = None,
+    event_type: str | None = None,
+    q: str | None = None,
+    mode: str = "keyword",
+    cursor: str | None = None,
+) -> Response:
+    entity = session.entity
+    filters = {
+        "channel": _blank(channel),
+        "session_id": _blank(session_id),
+        "event_type": _blank(event_type),
+    }
+    q = _blank(q)
+    if mode not in ("keyword", "hybrid"):
+        raise InputError.of("mode", "keyword or hybrid")
+    page: Page | None = None
+    hits: list[dict] | None = None
+    fallback = None
+    if q is None:
+        page = capture.list_events(
+            db, entity, EventQuery(**filters, limit=PAGE_SIZE, cursor=_blank(cursor))
+        )
+    elif mode == "keyword":
+        found = capture.search_events(db, entity, SearchQuery(**filters, q=q, limit=PAGE_SIZE))
+        hits = [{"event": hit.event, "snippet": hit.snippet, "score": hit.score} for hit in found]
+    else:
+        ask = SearchRequest(query=q, tiers="longform", channel=filters["channel"], limit=PAGE_SIZE)
+        answer = hybrid.search(runtime.index, entity, ask)
+        fallback = answer.fallback
+        hits = [{"result": result, "score": result.score} for result in answer.results]
+    return render(
+        request,
+        "timeline.html",
+        active="timeline",
+        filters=filters,
+        given={name: value for name, value in filters.items() if value},
+        q=q or "",
+        mode=mode,
+        page=page,
+        hits=hits,
+        fallback=fallback,
+        channels=capture.channels(db, entity),
+        sessions=capture.sessions(db, entity, filters["channel"]),
+    )
+
+
+@pages.get("/around")
+def around(
+    request: Request,
+    session: SignedIn,
+    db: DB,
+    event: int | None = None,
+    uid: str | None = None,
+    everywhere: bool = False,
+    count: int = 20,
+) -> Response:
+    """The turns around one event: in its channel, or in every channel."""
+    if event is None and not uid:
+        raise InputError.of("event", "name an event: ?event=<id> or ?uid=<event_uid>")
+    if not 1 <= count <= 500:
+        raise InputError.of("count", "from 1 to 500")
+    found = capture.get_event(db, session.entity, event_id=event, event_uid=uid)
+    channel = None if everywhere else found.channel
+    turns = capture.turns_around_event(db, session.entity, found, count, channel)
+    return render(
+        request,
+        "around.html",
+        active="timeline",
+        event=found,
+        turns=turns,
+        everywhere=everywhere,
+    )
+
+
+@api.get("/events")
+def newest_events(
+    session: SignedIn,
+    db: DB,
+    channel: str | None = None,
+    session_id: str | None = None,
+    event_type: str | None = None,
+) -> Page:
+    """The newest events under the timeline's filters: what the page polls for."""
+    filters = {
+        "channel": _blank(channel),
+        "session_id": _blank(session_id),
+        "event_type": _blank(event_type),
+    }
+    try:
+        query = EventQuery(**filters, limit=PAGE_SIZE)
+    except ValidationError as exc:
+        raise from_validation(exc.errors()) from None
+    return capture.list_events(db, session.entity, query)
+
+
+# --- recall ---
+
+
+def _recall_log(db, entity: str, channel: str | None, contains: str | None):
+    return recall.log_entries(
+        db, entity, LogQuery(limit=50, channel=_blank(channel), contains=_blank(contains))
+    ).entries
+
+
+@pages.get("/recall")
+def recall_page(
+    request: Request,
+    session: SignedIn,
+    db: DB,
+    settings: AppSettings,
+    log: int | None = None,
+    channel: str | None = None,
+    contains: str | None = None,
+) -> Response:
+    entry = None
+    if log is not None:
+        picked = recall.log_entries(db, session.entity, LogQuery(id=log, limit=1)).entries
+        if not picked:
+            raise NotFound(f"no logged recall {log}")
+        entry = picked[0]
+    return render(
+        request,
+        "recall.html",
+        active="recall",
+        settings=settings,
+        entry=entry,
+        answer=None,
+        ask=None,
+        entries=_recall_log(db, session.entity, channel, contains),
+        log_filter={"channel": channel or "", "contains": contains or ""},
+    )
+
+
+@pages.post("/recall")
+def run_recall(
+    request: Request,
+    session: Write,
+    db: DB,
+    runtime: AppRuntime,
+    settings: AppSettings,
+    context: Annotated[str, Form()] = "",
+    channel: Annotated[str, Form()] = "",
+    limit_per_layer: Annotated[int, Form()] = 5,
+    max_tokens: Annotated[int, Form()] = 2000,
+) -> Response:
+    ask = RecallRequest(
+        context=context,
+        channel=_blank(channel),
+        limit_per_layer=limit_per_layer,
+        max_tokens=max_tokens,
+        trace=True,
+    )
+    answer = recall.recall(runtime, session.entity, ask)
+    return render(
+        request,
+        "recall.html",
+        active="recall",
+        settings=settings,
+        entry=None,
+        answer=answer,
+        ask=ask,
+        entries=_recall_log(db, session.entity, None, None),
+        log_filter={"channel": "", "contains": ""},
+    )
+
+
+# --- queue and health ---
+
+
+@pages.get("/queue")
+def queue_page(
+    request: Request,
+    session: SignedIn,
+    db: DB,
+    runtime: AppRuntime,
+    settings: AppSettings,
+    retried_job: int | None = None,
+    retried: int | None = None,
+) -> Response:
+    used = budget.usage_today(db, session.entity)
+    return render(
+        request,
+        "queue.html",
+        active="queue",
+        status=queue.status(db, session.entity),
+        health=checks.report(runtime),
+        used=used,
+        limits={"calls": settings.graph_daily_calls, "tokens": settings.graph_daily_tokens},
+        spent=budget.budget_spent(db, settings, session.entity),
+        retried=f"job {retried_job}"
+        if retried_job is not None
+        else (None if retried is None else f"{retried} jobs"),
+    )
+
+
+@pages.post("/queue/retry")
+def retry(
+    session: Write,
+    db: DB,
+    job: Annotated[str, Form()] = "",
+) -> Response:
+    """One dead (or waiting, or retrying) job back to pending; with no `job`, all of them."""
+    if job.strip():
+        if not job.strip().isdigit():
+            raise InputError.of("job", "a job id, a whole number")
+        queue.retry_job(db, session.entity, int(job))
+        note = f"retried_job={int(job)}"
+    else:
+        note = f"retried={queue.retry(db, session.entity, dead=True)}"
+    return guard.harden(RedirectResponse(f"/ui/queue?{note}", status_code=303))
+
+
+# --- what comes next ---
+
+
+def _coming(name: str):
+    def coming(request: Request, session: SignedIn) -> Response:
+        return render(request, "coming.html", active=name, what=COMING[name])
+
+    coming.__name__ = f"{name}_page"
+    return coming
+
+
+for _name in COMING:
+    pages.add_api_route(f"/{_name}", _coming(_name), methods=["GET"])

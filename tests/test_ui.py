@@ -1,0 +1,349 @@
+"""The web face (/ui) over real HTTP, as a browser talks to it: sign-in and its cookie,
+sign-out on the server, CSRF and Origin checks on every write, the token kept out of
+every answer, URL and log, and one entity's session seeing nothing of another's.
+tests/test_ui_browser.py drives the same pages in a real Chromium."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import httpx
+import pytest
+
+from engine.capture import entities
+from engine.store import queue
+from tests.conftest import AppServer
+
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+class UI:
+    """A browser's view of /ui: one cookie jar, this site's Origin on every request."""
+
+    def __init__(self, server: AppServer, token: str):
+        self.server, self.token = server, token
+        self.http = httpx.Client(base_url=server.url, headers={"Origin": server.url}, timeout=30)
+        self.csrf: str | None = None
+
+    def sign_in(self, token: str | None = None) -> httpx.Response:
+        form = self.http.get("/ui")
+        answer = self.http.post(
+            "/ui/login", data={"token": token or self.token, "csrf": _csrf(form)}
+        )
+        if answer.status_code == 303:
+            self.csrf = _csrf(self.http.get("/ui/timeline"))
+        return answer
+
+    def get(self, path: str, **kw) -> httpx.Response:
+        return self.http.get(path, **kw)
+
+    def post(self, path: str, data: dict | None = None, csrf: bool = True, **kw):
+        data = dict(data or {})
+        if csrf:
+            data["csrf"] = self.csrf
+        return self.http.post(path, data=data, **kw)
+
+
+def _csrf(page: httpx.Response) -> str:
+    found = CSRF.search(page.text)
+    assert found, f"no CSRF field on {page.url}: {page.text[:500]}"
+    return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with AppServer(tmp_path_factory.mktemp("pps") / "data", recall_log=True) as app:
+        yield app
+
+
+@pytest.fixture
+def make_ui(server):
+    made = []
+
+    def make(name: str) -> UI:
+        ui = UI(server, entities.create(server.db, name))
+        ui.name = name
+        ui.api = httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {ui.token}"}, timeout=30
+        )
+        made.append(ui)
+        return ui
+
+    yield make
+    for ui in made:
+        ui.http.close()
+        ui.api.close()
+
+
+_n = iter(range(10_000))
+
+
+@pytest.fixture
+def lyra(make_ui) -> UI:
+    ui = make_ui(f"lyra-{next(_n)}")
+    assert ui.sign_in().status_code == 303
+    return ui
+
+
+def post_events(ui: UI, *contents: str, channel: str = "terminal", session: str = "s1"):
+    answer = ui.api.post(
+        "/v1/events",
+        json=[
+            {"channel": channel, "session_id": session, "author": "jeff", "content": text}
+            for text in contents
+        ],
+    )
+    assert answer.status_code == 200, answer.text
+    return [e["id"] for e in answer.json()["events"]]
+
+
+def dead_job(server: AppServer, entity: str, key: str) -> int:
+    """A job of a kind no worker serves (one kind a job), claimed once and failed: dead."""
+    kind = f"ui-check-{key}"
+    with server.db.write() as conn:
+        queue.enqueue(conn, entity, kind, key, {})
+    policy = queue.Policy(max_attempts=1)
+    job = queue.claim(server.db, kind, "test", policy)
+    assert job is not None and job.key == key
+    assert queue.fail(server.db, job, "test", RuntimeError("the model said no"), policy) == "dead"
+    return job.id
+
+
+# --- signing in and out ---
+
+
+def test_the_sign_in_page_then_the_timeline(make_ui):
+    ui = make_ui(f"lyra-{next(_n)}")
+    page = ui.get("/ui")
+    assert page.status_code == 200 and "Sign in" in page.text
+    assert ui.get("/ui/timeline").headers["location"] == "/ui"
+    signed = ui.sign_in()
+    assert signed.status_code == 303 and signed.headers["location"] == "/ui/timeline"
+    assert ui.get("/ui").headers["location"] == "/ui/timeline"
+    timeline = ui.get("/ui/timeline")
+    assert timeline.status_code == 200 and f'signed in as <strong id="entity">{ui.name}' in (
+        timeline.text
+    )
+
+
+def test_the_session_cookie_is_http_only_strict_and_scoped_to_ui(make_ui):
+    ui = make_ui(f"lyra-{next(_n)}")
+    signed = ui.sign_in()
+    cookie = next(c for c in signed.headers.get_list("set-cookie") if c.startswith("pps_ui="))
+    flags = {part.strip().lower() for part in cookie.split(";")[1:]}
+    assert {"httponly", "samesite=strict", "path=/ui"} <= flags, cookie
+    assert not any(flag.startswith(("max-age", "expires")) for flag in flags), cookie
+    session_id = cookie.split(";")[0].removeprefix("pps_ui=")
+    assert len(session_id) >= 40 and ui.token not in cookie
+
+
+def test_a_wrong_token_is_refused_without_echoing_it(make_ui):
+    ui = make_ui(f"lyra-{next(_n)}")
+    wrong = "pps_" + "x" * 40
+    answer = ui.sign_in(token=wrong)
+    assert answer.status_code == 401 and "Unknown or revoked token" in answer.text
+    assert wrong not in answer.text and "pps_ui=" not in answer.headers.get("set-cookie", "")
+    assert ui.get("/ui/timeline").headers["location"] == "/ui"
+
+
+def test_signing_out_ends_the_session_on_the_server(lyra, server):
+    session_id = lyra.http.cookies["pps_ui"]
+    assert lyra.post("/ui/logout").headers["location"] == "/ui"
+    assert lyra.get("/ui/timeline").headers["location"] == "/ui"
+    # The old cookie, kept and sent again (copied out of the browser), opens nothing.
+    replay = httpx.Client(base_url=server.url, cookies={"pps_ui": session_id})
+    for path in ("/ui/timeline", "/ui/recall", "/ui/queue"):
+        assert replay.get(path).headers["location"] == "/ui"
+    refused = replay.get("/ui/api/events")
+    assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
+
+
+def test_the_token_is_in_no_page_url_header_or_log(make_ui, server, caplog):
+    caplog.set_level(logging.DEBUG)
+    ui = make_ui(f"lyra-{next(_n)}")
+    seen: list[httpx.Response] = []
+    ui.http.event_hooks["response"] = [lambda r: seen.append(r)]
+    ui.sign_in()
+    post_events(ui, "the comfy robe", "the blue kettle")
+    dead_job(server, ui.name, "token-check")
+    for path in (
+        "/ui",
+        "/ui/timeline",
+        "/ui/timeline?q=robe",
+        "/ui/timeline?q=robe&mode=hybrid",
+        "/ui/around?event=1",
+        "/ui/api/events",
+        "/ui/recall",
+        "/ui/queue",
+        "/ui/audit",
+        "/ui/graph",
+        "/ui/memory",
+        "/ui/static/ui.js",
+    ):
+        ui.get(path)
+    ui.post("/ui/recall", {"context": "the robe"})
+    ui.post("/ui/queue/retry", {})
+    ui.post("/ui/logout")
+    assert len(seen) > 15
+    for answer in seen:
+        assert ui.token not in answer.read().decode(), answer.url
+        assert ui.token not in str(answer.url) and ui.token not in str(answer.headers)
+    assert ui.token not in caplog.text
+
+
+# --- writes need the session's CSRF token and this site's Origin ---
+
+
+def test_a_write_without_the_csrf_token_is_refused(lyra, server):
+    job = dead_job(server, lyra.name, "csrf-check")
+    for data in ({"job": str(job)}, {"job": str(job), "csrf": "not-the-token"}):
+        refused = lyra.http.post("/ui/queue/retry", data=data)
+        assert refused.status_code == 403 and "CSRF" in refused.text
+        assert refused.headers["content-type"].startswith("text/html")
+    assert [d.id for d in queue.status(server.db, lyra.name).dead] == [job]
+    # Signing out is a write too: without the token the session goes on.
+    assert lyra.http.post("/ui/logout").status_code == 403
+    assert lyra.get("/ui/timeline").status_code == 200
+
+
+def test_signing_in_needs_the_sign_in_forms_csrf_token(make_ui):
+    ui = make_ui(f"lyra-{next(_n)}")
+    ui.get("/ui")
+    refused = ui.http.post("/ui/login", data={"token": ui.token})
+    assert refused.status_code == 403 and "pps_ui=" not in refused.headers.get("set-cookie", "")
+    other = httpx.Client(base_url=ui.server.url, headers={"Origin": ui.server.url})
+    form = ui.get("/ui")  # a form token of this browser's, posted by another without its cookie
+    assert other.post("/ui/login", data={"token": ui.token, "csrf": _csrf(form)}).status_code == (
+        403
+    )
+
+
+def test_another_sites_origin_or_host_is_refused(lyra, server):
+    job = dead_job(server, lyra.name, "origin-check")
+    data = {"job": str(job), "csrf": lyra.csrf}
+    evil = lyra.http.post("/ui/queue/retry", data=data, headers={"Origin": "http://evil.test"})
+    assert evil.status_code == 403 and "another site" in evil.text
+    bare = httpx.Client(base_url=server.url, cookies=lyra.http.cookies)
+    assert bare.post("/ui/queue/retry", data=data).status_code == 403  # no Origin at all
+    rebound = lyra.get("/ui/timeline", headers={"Host": f"evil.test:{server.port}"})
+    assert rebound.status_code == 421
+    api = lyra.get("/ui/api/events", headers={"Host": "evil.test"})
+    assert api.status_code == 421 and api.json()["error"] == "misdirected_request"
+    assert [d.id for d in queue.status(server.db, lyra.name).dead] == [job]
+
+
+# --- the pages ---
+
+
+def test_the_timeline_shows_events_filters_and_searches(lyra):
+    post_events(lyra, "good morning from the terminal", "the comfy robe again")
+    post_events(lyra, "a discord hello", channel="discord", session="d1")
+    page = lyra.get("/ui/timeline").text
+    assert "good morning from the terminal" in page and "a discord hello" in page
+    discord = lyra.get("/ui/timeline", params={"channel": "discord"}).text
+    assert "a discord hello" in discord and "comfy robe" not in discord
+    session = lyra.get("/ui/timeline", params={"session_id": "s1"}).text
+    assert "comfy robe" in session and "discord hello" not in session
+    found = lyra.get("/ui/timeline", params={"q": "robe"}).text
+    assert "1 found" in found and "comfy robe" in found and "good morning" not in found
+    newest = lyra.get("/ui/api/events", params={"channel": "terminal"}).json()["events"]
+    assert [e["content"] for e in newest] == [
+        "the comfy robe again",
+        "good morning from the terminal",
+    ]
+
+
+def test_the_turns_around_an_event(lyra):
+    ids = post_events(lyra, *(f"turn number {i}" for i in range(30)))
+    post_events(lyra, "elsewhere entirely", channel="discord")
+    around = lyra.get("/ui/around", params={"event": ids[15]}).text
+    assert "turn number 15" in around and "turn number 6" in around
+    assert "turn number 5<" not in around and "turn number 26<" not in around
+    assert "elsewhere entirely" not in around
+    everywhere = lyra.get("/ui/around", params={"event": ids[29], "everywhere": "true"}).text
+    assert "elsewhere entirely" in everywhere
+    missing = lyra.get("/ui/around", params={"event": 10**9})
+    assert missing.status_code == 404 and "no event" in missing.text
+
+
+def test_a_recall_beside_its_trace_and_the_log(lyra):
+    post_events(lyra, "the comfy robe is blue", "the kettle whistles at dawn")
+    page = lyra.post("/ui/recall", {"context": "the comfy robe", "max_tokens": "100"})
+    assert page.status_code == 200, page.text
+    assert re.search(r'data-layer="turns">\s*<td>turns</td>\s*<td class="status">ok', page.text)
+    assert re.search(r"<meter min=\"0\" max=\"\d+", page.text)  # latency against budget
+    assert "the comfy robe is blue" in page.text and "Dropped by fusion" in page.text
+    log = lyra.get("/ui/recall").text
+    entry = re.search(r'href="/ui/recall\?log=(\d+)">\s*<time>[^<]*</time> the comfy robe', log)
+    assert entry, log
+    logged = lyra.get("/ui/recall", params={"log": entry.group(1)})
+    assert f"Logged recall {entry.group(1)}" in logged.text and "turns" in logged.text
+    filtered = lyra.get("/ui/recall", params={"contains": "KETTLE"}).text
+    assert "the comfy robe" not in filtered.split('id="log"')[1]
+
+
+def test_a_recall_without_a_context_says_so(lyra):
+    page = lyra.post("/ui/recall", {"context": ""})
+    assert page.status_code == 422 and "context" in page.text
+
+
+def test_the_queue_shows_dead_jobs_and_retries_one(lyra, server):
+    job = dead_job(server, lyra.name, "retry-me")
+    page = lyra.get("/ui/queue").text
+    assert f'data-job="{job}"' in page and "RuntimeError: the model said no" in page
+    assert 'data-component="database"' in page and "LLM budget today" in page
+    retried = lyra.post("/ui/queue/retry", {"job": str(job)})
+    assert retried.headers["location"].startswith("/ui/queue")
+    assert queue.status(server.db, lyra.name).dead == []
+    assert queue.status(server.db, lyra.name).counts["pending"] == 1
+    assert lyra.post("/ui/queue/retry", {"job": str(job)}).status_code == 404  # not dead now
+
+
+def test_the_pages_to_come_are_in_the_nav(lyra):
+    for name in ("audit", "graph", "memory"):
+        page = lyra.get(f"/ui/{name}")
+        assert page.status_code == 200 and "Coming" in page.text
+        assert f'href="/ui/{name}"' in lyra.get("/ui/timeline").text
+
+
+# --- one entity's session sees nothing of another's ---
+
+
+def test_one_entitys_session_sees_nothing_of_anothers(make_ui, server):
+    lyra, nexus = make_ui(f"lyra-{next(_n)}"), make_ui(f"nexus-{next(_n)}")
+    for ui in (lyra, nexus):
+        assert ui.sign_in().status_code == 303
+    [secret] = post_events(lyra, "lyrical secret about the robe", channel="lyra-only")
+    uid = lyra.api.get("/v1/events?channel=lyra-only").json()["events"][0]["event_uid"]
+    lyra.post("/ui/recall", {"context": "lyrical secret"})
+    [log_id] = [int(i) for i in re.findall(r"/ui/recall\?log=(\d+)", lyra.get("/ui/recall").text)]
+    job = dead_job(server, lyra.name, "lyra-job")
+    post_events(nexus, "nexial note")
+
+    pages = [
+        nexus.get("/ui/timeline").text,
+        nexus.get("/ui/timeline", params={"channel": "lyra-only"}).text,
+        nexus.get("/ui/timeline", params={"q": "lyrical secret"}).text,
+        nexus.get("/ui/timeline", params={"q": "lyrical secret", "mode": "hybrid"}).text,
+        nexus.get("/ui/api/events").text,
+        nexus.get("/ui/recall").text,
+        nexus.get("/ui/recall", params={"contains": "lyrical"}).text,
+        nexus.get("/ui/queue").text,
+    ]
+    for page in pages:
+        assert "secret about the robe" not in page and "lyra-job" not in page
+    assert "lyra-only" not in pages[0] and "lyra-only" not in pages[4]
+    for path, params in (
+        ("/ui/around", {"event": secret}),
+        ("/ui/around", {"uid": uid}),
+        ("/ui/recall", {"log": log_id}),
+    ):
+        refused = nexus.get(path, params=params)
+        assert refused.status_code == 404 and "lyrical" not in refused.text, path
+    assert nexus.post("/ui/queue/retry", {"job": str(job)}).status_code == 404
+    assert [d.id for d in queue.status(server.db, lyra.name).dead] == [job]
+    nexus.post("/ui/queue/retry", {})  # every dead job of nexus's: none of lyra's
+    assert [d.id for d in queue.status(server.db, lyra.name).dead] == [job]
+    # And lyra's own session still reaches them.
+    assert lyra.get("/ui/around", params={"event": secret}).status_code == 200
