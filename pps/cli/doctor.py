@@ -58,10 +58,10 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
     with contextlib.suppress(embeddings.Unavailable):  # status() says why
         embeddings.get(settings)
     report.line("embeddings", _one(embeddings.status(settings), served, "embeddings"))
-    report.line("backup", _backup(db, served))
     for name, state in (served or {}).items():  # what only the server knows
         if name not in ("database", "graph", "llm", "embeddings", "backup"):
             report.line(name, _workers(state) if name == "workers" else state)
+    report.line("backup", _backup(db, served))
     if report.bad:
         raise typer.Exit(1)
 
