@@ -10,9 +10,13 @@ not: the component says why.
 
 from __future__ import annotations
 
+from engine.backup import records as backups
 from engine.graph import backend as graph
 from engine.runtime import Runtime
 from engine.search import embeddings
+
+_HARMLESS = ("ok", "disabled", "unconfigured", "none")
+"""Statuses that degrade nothing: `none` is the backup component's "no backup yet"."""
 
 
 def report(runtime: Runtime) -> dict:
@@ -22,9 +26,12 @@ def report(runtime: Runtime) -> dict:
     components["embeddings"] = embeddings.status(runtime.settings)  # down: search uses BM25
     components["workers"] = runtime.workers.health()
     components["files"] = _files(runtime)  # files in the homes that are not indexed
+    components["backup"] = _backup(runtime)  # never degrades: `none` says there is none
     if components["database"]["status"] == "down":
         overall = "down"
-    elif all(c["status"] in ("ok", "disabled", "unconfigured") for c in components.values()):
+    elif all(
+        c["status"] in ("ok", "disabled", "unconfigured", "none") for c in components.values()
+    ):
         overall = "ok"
     else:
         overall = "degraded"
@@ -51,3 +58,10 @@ def _files(runtime: Runtime) -> dict:
             " GET /v1/search/index lists its own"
         )
     return state
+
+
+def _backup(runtime: Runtime) -> dict:
+    try:
+        return backups.status(runtime.db)
+    except Exception as exc:  # a database without the table is the database's to report
+        return {"status": "none", "error": type(exc).__name__}

@@ -33,6 +33,7 @@ ENGINE_RANKS = {
     "engine.recall": 8,
     "engine.runtime": 9,
     "engine.health": 9,
+    "engine.backup": 9,
 }
 # Across the top-level packages: what each may import.
 MAY_IMPORT = {

@@ -30,6 +30,8 @@ COMMANDS = {
     "hooks": ("pps.cli.hooks", "app"),
     "ingest": ("pps.cli.ingest", "app"),
     "import": ("pps.cli.imports", "app"),
+    "backup": ("pps.cli.backup", "backup"),
+    "restore": ("pps.cli.backup", "restore"),
 }
 
 

@@ -27,8 +27,8 @@ _RANK = {"failing": 1, "full": 2, "refused": 2, "down": 2}
 
 def doctor(data_dir: DataDir = None, port: Port = None) -> None:
     """Check each part (database, service, graph, LLM, embedding model), one line each as
-    it finishes, and say why one does not work. With a server running on the data dir,
-    its /health counts too."""
+    it finishes, and say why one does not work; then the last backup. With a server
+    running on the data dir, its /health counts too."""
     settings = settings_for(data_dir=data_dir, port=port)
     report = _Report()
     typer.echo(f"{'data dir':12} {settings.data_dir!s}  ({_why_this_dir(data_dir, settings)})")
@@ -59,8 +59,9 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
         embeddings.get(settings)
     report.line("embeddings", _one(embeddings.status(settings), served, "embeddings"))
     for name, state in (served or {}).items():  # what only the server knows
-        if name not in ("database", "graph", "llm", "embeddings"):
+        if name not in ("database", "graph", "llm", "embeddings", "backup"):
             report.line(name, _workers(state) if name == "workers" else state)
+    report.line("backup", _backup(db, served))
     if report.bad:
         raise typer.Exit(1)
 
@@ -157,6 +158,28 @@ def _one(here: dict, served: dict | None, name: str) -> dict:
         why = other.get("error") or other.get("reason")
         verdict[other_is] = other.get("status") + (f" ({why})" if why else "")
     return verdict
+
+
+def _backup(db: Database | None, served: dict | None) -> dict:
+    """The last backup: when, how long ago, which archive (its name), or `none`."""
+    from engine.backup import records
+
+    if db is None:
+        return (served or {}).get("backup") or {"status": "none", "why": "no database"}
+    latest = records.last(db)
+    line = records.status(db)
+    if latest is not None:
+        line["age"] = _age(line.pop("age_s"))
+        line["archive"] = latest.archive
+        line["scope"] = latest.entity or "all"
+    return line
+
+
+def _age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
 
 
 def _workers(served: dict) -> dict:

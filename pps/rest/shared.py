@@ -4,7 +4,8 @@ shared-memory tools over the same engine functions and request models. A store t
 caller is not a member of is 404, as one that does not exist.
 
 Operators, with the operator's token (`pps operator token`; an entity's token is 403):
-/v1/operator/shared to list and create stores, add and remove members, delete a store.
+/v1/operator/shared to list and create stores, add and remove members, delete a store;
+/v1/operator/backups to list the backups taken (read-only).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
+from engine.backup import records
+from engine.backup.records import BackupRecord
 from engine.capture import entities
 from engine.contracts import shared_memory as memories
 from engine.contracts import stores
@@ -124,3 +127,18 @@ def delete(
     yes: Annotated[bool, Query(description="true: delete; else only say what would go.")] = False,
 ) -> Deleted:
     return stores.delete(index, store, dry_run=not yes)
+
+
+# --- backups (read-only: a backup is taken, and restored, only by `pps`) ------------
+
+
+class Backups(BaseModel):
+    backups: list[BackupRecord]
+
+
+@operator.get("/backups", summary="The backups taken (`pps backup`), newest first")
+def list_backups(
+    db: DB,
+    limit: Annotated[int, Query(ge=1, le=1000, description="How many, newest first.")] = 50,
+) -> Backups:
+    return Backups(backups=records.recent(db, limit))
