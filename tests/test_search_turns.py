@@ -59,3 +59,24 @@ def test_a_query_that_names_a_speaker_ranks_their_turns_first(client):
     assert first("the roof over the porch leaking") != "a-2"
     assert first("what did Maria say about the roof over the porch leaking?") == "a-2"
     assert first("what did maria say about the roof over the porch leaking?") == "a-2"
+
+
+def test_chatter_does_not_outrank_the_turn_that_answers(client):
+    """A turn of a few words ("brb", "running late") is near any short question about its
+    author by meaning (the author's name is most of what it says): it tells little."""
+    said = [
+        turn("c-1", "running late, 6 min", author="oskar"),
+        turn("c-2", "brb", author="oskar"),
+        turn("c-3", "who borrowed the ladder?", author="oskar"),
+        turn("c-4", "Oskar are you alive? haven't seen you in ages", author="dana"),
+        turn(
+            "c-5",
+            "starting at the city archive next month, night shifts for the first six months",
+            author="oskar",
+        ),
+        turn("c-6", "congrats!! we'll do the bins", author="dana"),
+    ]
+    assert client.post("/v1/events", json=said).status_code == 200
+    wait_for(lambda: client.get("/v1/queue").json()["counts"].get("done", 0) >= 1, timeout=20)
+    found = search(client, "Where is Oskar working now?", tiers="longform")["results"]
+    assert found[0]["event_uid"] == "c-5", [r["text"] for r in found]

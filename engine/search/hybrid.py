@@ -48,6 +48,8 @@ KIND_WEIGHTS = {
 SUPERSEDED_FACTOR = 0.9
 IDENTIFIER_BOOST = 0.3
 AUTHOR_BOOST = 0.1  # a fusion weight: chosen on LoCoMo conversations 1-5, checked on 6-10
+CHATTER_WORDS = 5  # a turn of fewer words ("brb", "lol", "good morning!") ...
+CHATTER_FACTOR = 0.7  # ... counts this much: it tells little to remember (companion set)
 CANDIDATES = 200  # from each ranker, before fusion
 RRF_K = 60
 POSTINGS_BUDGET = 10_000  # chunks BM25 ranks at most, about; see _keyword
@@ -452,8 +454,9 @@ def _materialise(index, entity, ranked, request):
 
 def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
     """(score, chunk id), best first: the fused score times the kind weight, lowered for
-    superseded chunks, raised for an exact identifier the query shares and for a turn
-    whose author the query names, in [0, 1]."""
+    superseded chunks and for chatter (a turn of a few words: its neighbours' words and
+    its author's name carry it near any question), raised for an exact identifier the
+    query shares and for a turn whose author the query names, in [0, 1]."""
     if not ranked:
         return []
     wanted = identifiers(query)
@@ -462,7 +465,9 @@ def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
         row[0]: row
         for row in index.db.conn.execute(
             "SELECT c.id, c.kind, c.superseded, e.author,"
-            f" {'COALESCE(e.content, c.body)' if wanted else 'NULL'} FROM search_chunks c"
+            f" {'COALESCE(e.content, c.body)' if wanted else 'NULL'},"
+            " length(trim(e.content)) - length(replace(trim(e.content), ' ', '')) + 1"
+            " FROM search_chunks c"
             " LEFT JOIN events e ON e.id = c.event_id"
             " WHERE c.id IN (SELECT value FROM json_each(?)) AND +c.entity = ?",
             (json.dumps([i for i, _ in ranked]), entity),
@@ -476,6 +481,8 @@ def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
         score = fused * KIND_WEIGHTS.get(row[1], 1.0)
         if row[2]:
             score *= SUPERSEDED_FACTOR
+        if row[5] is not None and row[5] < CHATTER_WORDS:
+            score *= CHATTER_FACTOR
         if wanted and any(token in row[4] for token in wanted):
             score += IDENTIFIER_BOOST
         if row[3] and (author := _words(row[3])).strip() and author in asked:
