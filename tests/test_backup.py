@@ -224,11 +224,19 @@ def test_passphrase_archives_open_only_with_the_passphrase(tmp_path):
                PPS_BACKUP_PASSPHRASE="correct horse battery staple")  # fmt: skip
     assert made.exit_code == 0, made.stderr
     raw = archive.read_bytes()
-    assert raw.startswith(b"age-encryption.org/v1") and b"wren sings" not in raw
+    # A one-time age key wrapped by the passphrase, then the archive streamed to that key.
+    assert raw.startswith(b"pps-backup age key wrapped by a passphrase") and b"wren" not in raw
 
     wrong = restore(archive, tmp_path / "wrong", PPS_BACKUP_PASSPHRASE="incorrect horse")
     refused(wrong, "passphrase is wrong")
     assert not (tmp_path / "wrong").exists()
+    flipped = tmp_path / "flipped.age"
+    flipped.write_bytes(raw[:-100] + bytes([raw[-100] ^ 1]) + raw[-99:])
+    damaged = restore(
+        flipped, tmp_path / "damaged", PPS_BACKUP_PASSPHRASE="correct horse battery staple"
+    )
+    refused(damaged, "damaged")
+    assert not (tmp_path / "damaged").exists()
 
     right = restore(
         archive, tmp_path / "right", PPS_BACKUP_PASSPHRASE="correct horse battery staple"

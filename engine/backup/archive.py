@@ -51,6 +51,10 @@ SEAL = "manifest.json.sha256"
 _CHUNK = 1024 * 1024
 _BLOCK = tarfile.BLOCKSIZE
 _AGE_MAGIC = b"age-encryption.org/v1\n"
+_WRAPPED = b"pps-backup age key wrapped by a passphrase v1\n"
+"""A passphrase archive: this line, the length of the next part, a one-time age key
+encrypted with the passphrase (age scrypt, a few hundred bytes), then the archive
+streamed to that key (age STREAM): memory stays flat, as with a key of one's own."""
 GRAPH_NOTE = (
     "The graph is not in this archive: it is derived from the event log. After a restore,"
     " `pps replay graph` rebuilds it (with an LLM configured)."
@@ -498,13 +502,13 @@ def _encrypt(plain: Path, target: Path, encryption: Encryption, recipients: list
 
     fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     with os.fdopen(fd, "wb") as out:
-        if recipients:
-            with open(plain, "rb") as source:  # streamed: age's STREAM, 64 KiB chunks
-                pyrage.encrypt_io(source, out, recipients)
-        else:
-            # pyrage's passphrase mode takes and returns whole bytes: the archive is held
-            # in memory (docs/backup.md says what that costs).
-            out.write(pyrage.passphrase.encrypt(plain.read_bytes(), encryption.passphrase))
+        if not recipients:  # pyrage's passphrase mode takes whole bytes: wrap a key in it
+            key = pyrage.x25519.Identity.generate()
+            wrapped = pyrage.passphrase.encrypt(str(key).encode(), encryption.passphrase)
+            out.write(_WRAPPED + b"%d\n" % len(wrapped) + wrapped)
+            recipients = [key.to_public()]
+        with open(plain, "rb") as source:  # streamed: age's STREAM, 64 KiB chunks
+            pyrage.encrypt_io(source, out, recipients)
         out.flush()
         os.fsync(out.fileno())
 
@@ -547,6 +551,8 @@ def kind(archive: Path) -> str:
     names its recipients' kind)."""
     with open(archive, "rb") as handle:
         head = handle.read(4096)
+    if head.startswith(_WRAPPED):
+        return "passphrase"
     if not head.startswith(_AGE_MAGIC):
         return "plain"
     stanzas = [line for line in head.split(b"\n") if line.startswith(b"-> ")]
@@ -593,9 +599,8 @@ def restore(
 
 @contextlib.contextmanager
 def _plaintext(archive: Path, scratch: Path, passphrase, identities) -> Iterator:
-    """The archive as a seekable plain tar: the file itself, or its decryption (a
-    passphrase's in memory, pyrage holds it so; a key's streamed into an unnamed 0600
-    file beside the target, gone when closed)."""
+    """The archive as a seekable plain tar: the file itself, or its decryption streamed
+    into an unnamed 0600 file beside the target, gone when closed."""
     import_kind = kind(archive)
     if import_kind == "plain":
         with open(archive, "rb") as handle:
@@ -603,30 +608,41 @@ def _plaintext(archive: Path, scratch: Path, passphrase, identities) -> Iterator
         return
     import pyrage
 
-    if import_kind == "passphrase":
-        if passphrase is None:
-            raise BackupError("the archive is encrypted with a passphrase: give it")
-        secret = passphrase()
-        try:
-            data = pyrage.passphrase.decrypt(archive.read_bytes(), secret)
-        except pyrage.DecryptError as exc:
-            raise BackupError(
-                f"cannot decrypt: the passphrase is wrong, or the archive is damaged ({exc})"
-            ) from None
-        yield io.BytesIO(data)
-        return
-    if not identities:
-        raise BackupError("the archive is encrypted to an age key: give --identity FILE")
-    keys = _identities(identities)
-    with tempfile.TemporaryFile(dir=scratch) as clear, open(archive, "rb") as handle:
-        try:
-            pyrage.decrypt_io(handle, clear, keys)
-        except (pyrage.DecryptError, OSError) as exc:
-            raise BackupError(
-                f"cannot decrypt: the identity does not open it, or the archive is damaged ({exc})"
-            ) from None
-        clear.seek(0)
-        yield clear
+    with open(archive, "rb") as handle:
+        if import_kind == "passphrase":
+            if passphrase is None:
+                raise BackupError("the archive is encrypted with a passphrase: give it")
+            keys = [_unwrap(handle, passphrase())]
+        elif not identities:
+            raise BackupError("the archive is encrypted to an age key: give --identity FILE")
+        else:
+            keys = _identities(identities)
+        with tempfile.TemporaryFile(dir=scratch) as clear:
+            try:
+                pyrage.decrypt_io(handle, clear, keys)
+            except (pyrage.DecryptError, OSError) as exc:
+                raise BackupError(
+                    f"cannot decrypt: the key does not open it, or the archive is damaged ({exc})"
+                ) from None
+            clear.seek(0)
+            yield clear
+
+
+def _unwrap(handle, secret: str):
+    """The one-time key of a passphrase archive, read from its head."""
+    import pyrage
+
+    handle.readline()  # _WRAPPED
+    try:
+        size = int(handle.readline())
+        text = pyrage.passphrase.decrypt(handle.read(size), secret).decode()
+        return pyrage.x25519.Identity.from_str(text)
+    except ValueError:
+        raise _damaged("its head") from None
+    except pyrage.DecryptError as exc:
+        raise BackupError(
+            f"cannot decrypt: the passphrase is wrong, or the archive is damaged ({exc})"
+        ) from None
 
 
 def _identities(texts: list[str]) -> list:
