@@ -61,6 +61,13 @@ def test_a_window_closes_when_full_and_the_rest_waits(db):
     assert [covered(db, u) for u in rest] == [uids[6:]]
 
 
+def test_markers_are_no_part_of_an_episode(db):
+    start = record(db, event_uid="m1", session_id="s1", event_type="session_start")
+    turns = [record(db, event_uid=f"t{n}", session_id="s1") for n in range(3)]
+    [closed] = episodes.close_windows(db, LONG_IDLE)
+    assert covered(db, closed) == turns and start not in covered(db, closed)
+
+
 def test_an_idle_window_closes(db):
     uids = [record(db, event_uid=f"t{n}") for n in range(2)]  # well within the gap
     clock = Clock()  # now, or just after the turns arrived

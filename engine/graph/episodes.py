@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.capture.markers import turns_only
 from engine.store import queue, timestamps
 from engine.store.db import Database
 
@@ -69,9 +70,11 @@ def session_key(channel: str, session_id: str | None) -> str:
 
 
 def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
-    """Put newly stored events in their windows (inside the events' transaction)."""
+    """Put newly stored turns in their windows (inside the events' transaction). Markers
+    (a session started, a context compacted) say nothing to extract facts from."""
     rows = conn.execute(
-        "SELECT id, channel, session_id FROM events WHERE id IN (SELECT value FROM json_each(?))",
+        "SELECT id, channel, session_id FROM events WHERE id IN (SELECT value FROM json_each(?))"
+        f" AND {turns_only()}",
         (json.dumps(event_ids),),
     ).fetchall()
     conn.executemany(
