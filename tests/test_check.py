@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from engine.graph import episodes
 from pps.cli import app
-from tests.conftest import AppServer, settings_env, wait_for
+from tests.conftest import AppServer, connect, create_entity, settings_env, wait_for
 from tests.mcp_client import call, session
 from tests.searching import home, write
 
@@ -187,3 +187,29 @@ def test_events_gone_from_the_log_are_reported_never_invented(server, client):
     found = check(client)
     assert set(kinds(found)) == {"episode_events_gone", "summary_events_gone"}
     assert found["counts"]["events"] == 3 and found["counts"]["summaries"] == 1
+
+
+def test_a_fact_that_traces_to_no_event_is_found_when_the_graph_is_up(tmp_path):
+    with AppServer(tmp_path / "data", graph_backend="falkordb") as graph_server:
+        token = create_entity(graph_server.data_dir, "ada")
+        client = connect(graph_server, token)
+        client.entity = "ada"
+        graph = graph_server.app.state.runtime.graph
+        wait_for(lambda: graph.status()["status"] == "ok", 60, "the graph")
+        assert check(client)["graph"] == "ok"
+        # A fact written straight into the graph, from no episode: it has no events.
+        graph.store.import_facts("ada", [("Ada", "KNOWS", "Bob", "Ada knows Bob")])
+        found = check(client)
+        assert found["counts"]["facts"] == 1
+        untraced = kinds(found)["fact_untraced"]
+        assert untraced["safe"] is False and "pps replay graph" in untraced["repair"]
+        # `pps check` beside the server reaches its FalkorDB through the data dir's socket
+        code, out = pps_check(graph_server, "--entity", "ada", "--json")
+        cli = json.loads(out)["entities"][0]
+        if graph.server.port == 0:  # a socket (a data dir path short enough for one)
+            assert code == 1 and cli["graph"] == "ok" and "fact_untraced" in kinds(cli)
+        else:
+            assert cli["graph"].startswith("unavailable")
+        graph.server.stop()  # the graph down: said, and skipped
+        found = wait_for(lambda: (f := check(client))["graph"] != "ok" and f)
+        assert found["graph"].startswith("unavailable") and "fact_untraced" not in kinds(found)
