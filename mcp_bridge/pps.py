@@ -10,7 +10,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from engine import health
+from engine import consistency, health
 from engine.capture import events as capture
 from engine.crystal import crystals, summaries, summarize
 from engine.graph import texture
@@ -518,3 +518,15 @@ def ingestion_stats(ctx: Context) -> dict:
 def pps_health(ctx: Context) -> dict:
     """Whether each layer works (database, search, graph, LLM), and why not."""
     return health.report(caller(ctx).runtime)
+
+
+@tool(annotations=READ)
+def validate_retrieval_chain(ctx: Context) -> dict:
+    """Check that your memory is consistent, layer by layer: each indexed file matches the
+    file in your home, each turn has its search row and its vector (or a job pending),
+    each episode and fact traces to stored events, no job points at nothing, summaries
+    cover events that exist. Returns counts and each problem with the command that
+    repairs it (an operator runs `pps check --repair`). Read-only."""
+    me = caller(ctx)
+    with tool_errors():
+        return consistency.run(me.runtime.index, me.runtime.graph, [me.entity]).model_dump()

@@ -33,6 +33,7 @@ from engine.store.lock import SERVE, DataDirLock
 from mcp_bridge.mount import mount as mcp_mount
 from pps.rest import (
     anchors,
+    check,
     crystals,
     events,
     files,
@@ -91,6 +92,7 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
         health.router,
         events.router,
         queue.router,
+        check.router,
         summaries.router,
         inventory.router,
         crystals.router,

@@ -34,6 +34,7 @@ ENGINE_RANKS = {
     "engine.runtime": 9,
     "engine.health": 9,
     "engine.backup": 9,
+    "engine.consistency": 9,
 }
 # Across the top-level packages: what each may import.
 MAY_IMPORT = {

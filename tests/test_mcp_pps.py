@@ -30,6 +30,7 @@ EXPECTED = {
     "update_space",
     "ingestion_stats",
     "pps_health",
+    "validate_retrieval_chain",
 }
 
 

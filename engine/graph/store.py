@@ -452,6 +452,19 @@ class GraphStore:
         )
         return sorted(r["uuid"] for r in records)
 
+    def fact_sources(self, entity: str) -> dict[str, list[str]]:
+        """Every fact of this entity's graph -> the episodes it was extracted from (the
+        consistency check traces each to events)."""
+        graph = self._graph(entity)
+        records, *_ = self._call(
+            graph.driver.execute_query(
+                "MATCH (:Entity)-[e:RELATES_TO]->(:Entity) WHERE e.group_id = $g"
+                " RETURN e.uuid AS uuid, e.episodes AS episodes",
+                g=entity,
+            )
+        )
+        return {r["uuid"]: list(r["episodes"] or []) for r in records}
+
     def ping(self) -> None:
         """Raise GraphUnavailable unless the graph server answers."""
         client = self._connect()  # outside the loop: see _graph

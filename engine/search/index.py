@@ -411,6 +411,42 @@ class Index:
                 progress(done, len(pending))
         return done
 
+    def drop_chunks(self, entity: str, chunk_ids: Iterable[int]) -> int:
+        """Delete these chunks of the entity and their vectors (rows the consistency check
+        found pointing at nothing); returns how many chunks were deleted."""
+        wanted = json.dumps(sorted(set(chunk_ids)))
+        with self._applying(entity) as apply, self.db.write() as conn:
+            conn.execute(
+                "DELETE FROM search_vectors WHERE entity = ?"
+                " AND chunk_id IN (SELECT value FROM json_each(?))",
+                (entity, wanted),
+            )
+            removed = [
+                r[0]
+                for r in conn.execute(
+                    "DELETE FROM search_chunks WHERE entity = ?"
+                    " AND id IN (SELECT value FROM json_each(?)) RETURNING id",
+                    (entity, wanted),
+                )
+            ]
+            apply([], [], [], [], removed)
+        return len(removed)
+
+    def drop_orphan_vectors(self, entity: str) -> int:
+        """Delete the entity's vectors whose chunk is gone; returns how many."""
+        with self._applying(entity) as apply, self.db.write() as conn:
+            removed = [
+                r[0]
+                for r in conn.execute(
+                    "DELETE FROM search_vectors WHERE entity = ? AND NOT EXISTS"
+                    " (SELECT 1 FROM search_chunks c WHERE c.id = search_vectors.chunk_id)"
+                    " RETURNING chunk_id",
+                    (entity,),
+                )
+            ]
+            apply([], [], [], [], removed)
+        return len(removed)
+
     def _reusable_vectors(self, entity: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """Vectors of the current model already stored for the same embedded text."""
         if not hashes:

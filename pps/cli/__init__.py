@@ -22,6 +22,7 @@ COMMANDS = {
     "mcp": ("pps.cli.mcp", "mcp_stdio"),
     "hook": ("pps.cli.hooks", "hook"),
     "reindex": ("pps.cli.rebuild", "reindex"),
+    "check": ("pps.cli.check", "check"),
     "entity": ("pps.cli.entity", "app"),
     "shared": ("pps.cli.shared", "app"),
     "operator": ("pps.cli.operator", "app"),

@@ -1,0 +1,118 @@
+"""`pps check`: the consistency check of every layer (engine.consistency), and its safe
+repairs with `--repair`.
+
+Safe while the server runs (SQLite takes turns). The graph is checked where it can be
+reached: an external one (GRAPH_URL, Neo4j) directly; the embedded FalkorDB through the
+running server's socket, or started here under the data dir's lock when no server runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+from collections.abc import Iterator
+from typing import Annotated
+
+import typer
+
+from engine.store.db import Database
+from engine.store.lock import DataDirBusy, DataDirLock
+from pps.cli.options import DataDir, EntityOpt, fail, settings_for
+
+
+def check(
+    entity: EntityOpt = None,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Do the safe repairs (re-index, re-enqueue, drop orphans) and say what.",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The report as JSON.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Walk every layer (files, turns, vectors, queue, graph, summaries) and report counts
+    and each problem with the command that repairs it; exit 1 while problems remain."""
+    from engine import consistency
+    from engine.search.index import Index
+
+    settings = settings_for(data_dir=data_dir)
+    db = Database.open(settings)
+    index = Index(settings, db)
+    known = index.entities()
+    if entity is not None and entity not in known:
+        fail(f"no entity named {entity!r}")
+    with _graph(settings, db) as graph:
+        report = consistency.run(index, graph, [entity] if entity else known, repair=repair)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        _show(report)
+    if report.problems:
+        raise typer.Exit(1)
+
+
+def _show(report) -> None:
+    for found in report.entities:
+        c = found.counts
+        typer.echo(
+            f"{found.entity}: {c['events']} events ({c['turns']} turns,"
+            f" {c['turns_embedded']} embedded, {c['turns_embedding_pending']} pending),"
+            f" {c['files_indexed']} files ({c['file_chunks']} chunks), {c['episodes']} episodes,"
+            f" {c['summaries']} summaries, jobs: {c['jobs_dead']} dead; graph: {found.graph}"
+        )
+        for line in found.repaired:
+            typer.echo(f"  repaired  {line}")
+        for skipped in found.skipped:
+            typer.echo(f"  skipped   {skipped.path}: {skipped.problem}")
+        for p in found.problems:
+            typer.echo(f"  PROBLEM   {p.layer}/{p.kind} x{p.count}: {p.detail}")
+            typer.echo(f"            e.g. {', '.join(p.examples)}")
+            typer.echo(f"            repair: {p.repair}")
+    verdict = f"{report.problems} problems" if report.problems else "consistent"
+    typer.echo(f"{verdict} ({len(report.entities)} entities, {report.seconds:.2f} s)")
+
+
+@contextlib.contextmanager
+def _graph(settings, db: Database) -> Iterator[object | None]:
+    """The graph to check facts against (something with `.store`), or None when none is
+    configured; a graph that cannot be reached is a store whose reads fail, which the
+    check reports as unavailable."""
+    if settings.graph_backend == "none":
+        yield None
+        return
+    from engine.graph.store import GraphStore
+
+    embedded = settings.graph_backend == "falkordb" and not settings.graph_url
+    if not embedded:
+        store = GraphStore(settings).start()
+        try:
+            yield types.SimpleNamespace(store=store)
+        finally:
+            store.stop()
+        return
+    try:
+        lock = DataDirLock.acquire(settings.data_dir, "pps check")
+    except DataDirBusy:  # a server runs: its FalkorDB answers on the data dir's socket
+        socket = settings.data_dir / "graph" / "falkordb.sock"
+        if not socket.exists():
+            why = "the server's FalkorDB listens on a port only it knows; GET /v1/check asks it"
+            yield types.SimpleNamespace(store=None, why=why)
+            return
+        store = GraphStore(settings, falkordb={"unix_socket_path": str(socket)}).start()
+        try:
+            yield types.SimpleNamespace(store=store)
+        finally:
+            store.stop()
+        return
+    from engine.graph.backend import Graph
+
+    graph = None
+    try:
+        graph = Graph(settings, db).start(sweep=False)
+        yield graph
+    finally:
+        if graph is not None:
+            graph.stop()
+        lock.release()
