@@ -300,8 +300,94 @@ def test_the_queue_shows_dead_jobs_and_retries_one(lyra, server):
     assert lyra.post("/ui/queue/retry", {"job": str(job)}).status_code == 404  # not dead now
 
 
+def logged_recall(ui: UI, context: str) -> dict:
+    """A recall over REST (the recall log is on): its log entry."""
+    assert ui.api.post("/v1/recall", json={"context": context}).status_code == 200
+    entries = ui.api.get("/v1/recall/log", params={"contains": context}).json()["entries"]
+    return entries[0]
+
+
+def judge(ui: UI, log_id: int, rank: int, relevant: bool, k: int = 5) -> httpx.Response:
+    return ui.http.post(
+        f"/ui/api/audit/judgments?k={k}",
+        json={"log_id": log_id, "rank": rank, "relevant": relevant},
+        headers={"X-CSRF-Token": ui.csrf},
+    )
+
+
+def test_the_audit_draws_logged_recalls_and_judges_their_items(lyra):
+    post_events(lyra, "the comfy robe is blue", "the comfy robe hangs by the door")
+    entry = logged_recall(lyra, "the comfy robe")
+    assert len(entry["items"]) >= 2 and entry["items"][0]["text"]  # the log keeps texts now
+    drawn = lyra.get("/ui/audit")
+    assert drawn.status_code == 303 and re.match(
+        r"/ui/audit\?seed=\d+&n=50", drawn.headers["location"]
+    )
+    page = lyra.get(drawn.headers["location"])
+    assert page.status_code == 200 and f'id="r{entry["id"]}-1"' in page.text
+    assert "the comfy robe" in page.text and "Nothing judged yet" in page.text
+    assert lyra.get(drawn.headers["location"]).text.count("judge-item") == page.text.count(
+        "judge-item"
+    )  # the seed draws the same recalls
+
+    first = judge(lyra, entry["id"], 1, True)
+    assert first.status_code == 200, first.text
+    assert first.json()["judgment"]["judged_by"] == "ui"
+    assert first.json()["precision"]["precision"] == 1.0
+    second = judge(lyra, entry["id"], 2, False).json()["precision"]
+    assert second["precision"] == 0.5 and second["judged"] == 2
+    assert {layer["layer"] for layer in second["layers"]} <= {"turns", "recent", "anchors"}
+    assert len(second["weeks"]) == 1 and second["weeks"][0]["judged"] == 2
+    again = judge(lyra, entry["id"], 2, True).json()["precision"]  # judging again replaces
+    assert again["precision"] == 1.0 and again["judged"] == 2
+    at_one = lyra.get("/ui/api/audit/precision", params={"k": 1}).json()
+    assert at_one["k"] == 1 and at_one["judged"] == 1
+
+    # Without the script: the form posts, then the same draw with the verdict shown.
+    back = lyra.post(
+        "/ui/audit/judge", {"log_id": entry["id"], "rank": 1, "relevant": "0", "seed": 7}
+    )
+    assert back.status_code == 303 and back.headers["location"].startswith("/ui/audit?seed=7")
+    page = lyra.get(back.headers["location"]).text
+    assert re.search(rf'class="judge-item no"\s+id="r{entry["id"]}-1"', page)
+    assert 'precision@5 <strong id="p-all">50%' in page
+
+    # REST answers the same, for the same entity.
+    rest = lyra.api.get("/v1/audit/precision").json()
+    assert rest["precision"] == 0.5 and rest["judged"] == 2
+    by_rest = lyra.api.post(
+        "/v1/audit/judgments", json={"log_id": entry["id"], "rank": 1, "relevant": True}
+    )
+    assert by_rest.status_code == 200 and by_rest.json()["judged_by"] == "rest"
+    drawn = lyra.api.get("/v1/audit/draw", params={"n": 5, "seed": 1}).json()
+    assert [r["id"] for r in drawn["recalls"]] == [entry["id"]]
+    assert drawn["recalls"][0]["items"][0]["relevant"] is True
+    for rank in range(3, len(entry["items"]) + 1):
+        lyra.api.post(
+            "/v1/audit/judgments", json={"log_id": entry["id"], "rank": rank, "relevant": False}
+        )
+    assert lyra.api.get("/v1/audit/draw", params={"unjudged": "true"}).json()["recalls"] == []
+
+
+def test_an_audit_judgment_needs_the_csrf_token_and_a_real_item(lyra):
+    post_events(lyra, "the kettle whistles at dawn")
+    entry = logged_recall(lyra, "the kettle whistles")
+    body = {"log_id": entry["id"], "rank": 1, "relevant": True}
+    refused = lyra.http.post("/ui/api/audit/judgments", json=body)
+    assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
+    wrong = lyra.http.post("/ui/api/audit/judgments", json=body, headers={"X-CSRF-Token": "x"})
+    assert wrong.status_code == 403
+    form = lyra.http.post("/ui/audit/judge", data={**body, "relevant": "1"})
+    assert form.status_code == 403 and "CSRF" in form.text
+    assert lyra.api.get("/v1/audit/precision").json()["judged"] == 0
+    past = judge(lyra, entry["id"], 99, True)
+    assert past.status_code == 422 and past.json()["problems"][0]["field"] == "rank"
+    assert judge(lyra, 10**12, 1, True).status_code == 404
+    assert lyra.post("/ui/audit/judge", {**body, "relevant": "maybe"}).status_code == 422
+
+
 def test_the_pages_to_come_are_in_the_nav(lyra):
-    for name in ("audit", "graph", "memory"):
+    for name in ("graph", "memory"):
         page = lyra.get(f"/ui/{name}")
         assert page.status_code == 200 and "Coming" in page.text
         assert f'href="/ui/{name}"' in lyra.get("/ui/timeline").text
@@ -342,6 +428,19 @@ def test_one_entitys_session_sees_nothing_of_anothers(make_ui, server):
         refused = nexus.get(path, params=params)
         assert refused.status_code == 404 and "lyrical" not in refused.text, path
     assert nexus.post("/ui/queue/retry", {"job": str(job)}).status_code == 404
+    # The audit: lyra's logged recall is nobody's to judge but lyra's.
+    assert judge(nexus, log_id, 1, True).status_code == 404
+    form = nexus.post("/ui/audit/judge", {"log_id": log_id, "rank": 1, "relevant": "1"})
+    assert form.status_code == 404 and "lyrical" not in form.text
+    rest = nexus.api.post(
+        "/v1/audit/judgments", json={"log_id": log_id, "rank": 1, "relevant": True}
+    )
+    assert rest.status_code == 404
+    judge(lyra, log_id, 1, True)
+    audit_page = nexus.get(nexus.get("/ui/audit").headers["location"]).text
+    assert "lyrical" not in audit_page and "Nothing judged yet" in audit_page
+    assert nexus.get("/ui/api/audit/precision").json()["judged"] == 0
+    assert nexus.api.get("/v1/audit/draw").json()["recalls"] == []
     assert [d.id for d in queue.status(server.db, lyra.name).dead] == [job]
     nexus.post("/ui/queue/retry", {})  # every dead job of nexus's: none of lyra's
     assert [d.id for d in queue.status(server.db, lyra.name).dead] == [job]
