@@ -32,7 +32,14 @@ from engine.recall.audit import DrawQuery, JudgmentIn, Precision, PrecisionQuery
 from engine.search import hybrid
 from engine.search.hybrid import SearchRequest
 from engine.store import queue
-from engine.store.errors import Forbidden, InputError, NotFound, Unavailable, from_validation
+from engine.store.errors import (
+    Conflict,
+    Forbidden,
+    InputError,
+    NotFound,
+    Unavailable,
+    from_validation,
+)
 from pps.rest.deps import DB, AppRuntime, AppSettings
 from pps.web import guard
 from pps.web.guard import LOGIN_COOKIE, Refused, SignedIn, SignInNeeded, Write
@@ -52,7 +59,6 @@ NAV = (
 )
 COMING = {
     "graph": "The entity's facts, valid and invalidated, drawn with their neighbourhood.",
-    "memory": "Word-photos, fragments, memory files, crystals, summaries, inventory.",
 }
 PAGE_SIZE = 50
 
@@ -80,6 +86,8 @@ class PageRoute(APIRoute):
                 return error_page(request, 404, str(exc))
             except Forbidden as exc:
                 return error_page(request, 403, str(exc))
+            except Conflict as exc:
+                return error_page(request, 409, str(exc))
             except Unavailable as exc:
                 return error_page(request, 503, f"{exc.component}: {exc}")
 
