@@ -493,11 +493,15 @@ def test_memory_writes_need_the_csrf_token(lyra):
     assert lyra.api.get("/v1/crystals/all").json()["crystals"] == []
 
 
-def test_the_pages_to_come_are_in_the_nav(lyra):
-    for name in ("graph",):
-        page = lyra.get(f"/ui/{name}")
-        assert page.status_code == 200 and "Coming" in page.text
-        assert f'href="/ui/{name}"' in lyra.get("/ui/timeline").text
+def test_the_graph_page_says_when_the_graph_is_off(lyra):
+    page = lyra.get("/ui/graph")
+    assert page.status_code == 200 and "The graph is off" in page.text
+    assert lyra.api.get("/v1/texture/facts").json() == {"facts": [], "status": "disabled"}
+    refused = lyra.post("/ui/graph/delete", {"uuid": "0f0f"})
+    assert refused.status_code == 404 and "no graph is configured" in refused.text
+    assert lyra.post("/ui/graph/delete", {"uuid": "0f0f"}, csrf=False).status_code == 403
+    for name in ("audit", "graph", "memory"):
+        assert f'href="/ui/{name}"' in page.text
 
 
 # --- one entity's session sees nothing of another's ---

@@ -57,9 +57,6 @@ NAV = (
     ("graph", "Graph"),
     ("memory", "Memory"),
 )
-COMING = {
-    "graph": "The entity's facts, valid and invalidated, drawn with their neighbourhood.",
-}
 PAGE_SIZE = 50
 
 
@@ -481,18 +478,3 @@ def _precision(db, entity: str, k: int) -> Precision:
     except ValidationError as exc:
         raise from_validation(exc.errors()) from None
     return audit.precision(db, entity, ask)
-
-
-# --- what comes next ---
-
-
-def _coming(name: str):
-    def coming(request: Request, session: SignedIn) -> Response:
-        return render(request, "coming.html", active=name, what=COMING[name])
-
-    coming.__name__ = f"{name}_page"
-    return coming
-
-
-for _name in COMING:
-    pages.add_api_route(f"/{_name}", _coming(_name), methods=["GET"])
