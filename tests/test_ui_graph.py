@@ -13,6 +13,7 @@ from stub_llm import StubLLM
 from tests.conftest import AppServer, wait_for
 from tests.test_graph_http import FAST
 from tests.test_ui import UI
+from tests.test_ui_browser import browser_context, shots  # noqa: F401  (fixtures)
 
 TURNS = [
     "I moved to Denver with Lyra last spring.",
@@ -82,6 +83,24 @@ def test_the_facts_with_their_dates_and_source_events(learned):
     assert "Lockheed" not in denver.split('id="facts"')[1].split("</table>")[0]
     near = lyra.get("/ui/graph", params={"entity": "Lyra"}).text
     assert "Around Lyra" in near
+
+
+def test_a_fact_opens_its_source_events_in_a_browser(browser_context, learned, server, shots):  # noqa: F811
+    from playwright.sync_api import expect
+
+    lyra, _, facts = learned
+    page = browser_context.new_page()
+    page.goto(server.url + "/ui")
+    page.get_by_label("Token").fill(lyra.token)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("link", name="Graph").click()
+    expect(page.locator(f'tr[data-fact="{facts[0]["uuid"]}"]')).to_be_visible()
+    expect(page.locator("#graph-drawing circle").first).to_be_visible()
+    page.screenshot(path=shots / "ui-graph.png", full_page=True)
+    page.locator(f'tr[data-fact="{facts[0]["uuid"]}"] a.source-event').first.click()
+    expect(page).to_have_url(re.compile(r"/ui/around\?uid="))
+    expect(page.locator("li.event.this")).to_be_visible()
+    page.close()
 
 
 def test_deleting_a_fact_needs_the_csrf_token_and_is_the_entitys_own(learned, server):
