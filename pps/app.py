@@ -33,6 +33,7 @@ from engine.store.lock import SERVE, DataDirLock
 from mcp_bridge.mount import mount as mcp_mount
 from pps.rest import (
     anchors,
+    audit,
     check,
     crystals,
     events,
@@ -97,6 +98,7 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
         inventory.router,
         crystals.router,
         recall.router,
+        audit.router,
         texture.router,
         search.router,
         anchors.router,

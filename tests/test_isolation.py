@@ -72,6 +72,8 @@ READ_ROUTES = (
     "/v1/spaces",
     "/v1/queue",
     "/v1/recall/log",
+    "/v1/audit/draw",
+    "/v1/audit/precision",
     "/v1/summaries",
     "/v1/summaries/search",
     "/v1/summaries/stats",

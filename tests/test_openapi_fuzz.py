@@ -52,6 +52,7 @@ REFUSES_VALID = {
     ("GET", "/v1/inventory/item"),  # a name in two categories needs the category
     ("DELETE", "/v1/inventory/item"),  # the same
     ("GET", "/v1/files"),  # a path the file system can hold (name and path length)
+    ("POST", "/v1/audit/judgments"),  # log_id: a 64-bit id (the schema's maximum is a float)
 }
 
 # The description the app serves; building the app opens nothing (its lifespan does), so

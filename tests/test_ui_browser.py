@@ -12,6 +12,7 @@ Every wait is on a condition (Playwright's expect), never a sleep.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -164,6 +165,47 @@ def test_a_person_signs_in_watches_recalls_tends_and_signs_out(browser_context, 
     page.locator("#log li a").first.click()
     expect(page.locator("#logged")).to_contain_text("Logged recall")
 
+    # The audit: the drawn recall's items judged from the keyboard, precision redrawn.
+    page.get_by_role("link", name="Audit").click()
+    items = page.locator("li.judge-item")
+    expect(items.first).to_have_class(re.compile(r"\bcurrent\b"))
+    assert items.count() >= 2, "the recall surfaced fewer than two items"
+    expect(page.locator("#p-all")).to_have_text("\u2013")  # nothing judged yet
+    page.keyboard.press("y")
+    expect(items.nth(0)).to_have_class(re.compile(r"\byes\b"))
+    expect(page.locator("#p-all")).to_have_text("100%")
+    expect(items.nth(1)).to_have_class(re.compile(r"\bcurrent\b"))
+    page.keyboard.press("n")
+    expect(items.nth(1)).to_have_class(re.compile(r"\bno\b"))
+    expect(page.locator("#p-all")).to_have_text("50%")
+    expect(page.locator("#p-layers tr[data-layer]").first).to_be_visible()
+    page.screenshot(path=shots / "ui-audit.png", full_page=True)
+    page.reload()  # stored: the same draw shows the verdicts
+    expect(page.locator("li.judge-item.yes")).to_have_count(1)
+    expect(page.locator("#p-all")).to_have_text("50%")
+
+    # The graph is off on this server: the page says so.
+    page.get_by_role("link", name="Graph").click()
+    expect(page.locator("#graph-status")).to_contain_text("The graph is off")
+
+    # Memory: a word-photo written, then edited.
+    page.get_by_role("link", name="Memory").click()
+    form = page.locator("#anchor-new")
+    form.get_by_label("Title").fill("The blue robe")
+    form.get_by_label("Text").fill("Soft and blue, by the door.")
+    form.get_by_label("Tags").fill("robe, home")
+    form.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_have_text("Word-photo saved.")
+    page.locator("#anchors").get_by_role("link", name="edit").click()
+    edit = page.locator("#anchor-edit")
+    expect(edit.get_by_label("Text")).to_have_value("Soft and blue, by the door.")
+    edit.get_by_label("Text").fill("Green now: it was dyed.")
+    edit.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_have_text("Word-photo rewritten.")
+    [photo] = api.get("/v1/anchors").json()["anchors"]
+    assert api.get(f"/v1/anchors/{photo['name']}").json()["content"] == "Green now: it was dyed."
+    page.screenshot(path=shots / "ui-memory.png", full_page=True)
+
     # A dead job, retried from the queue page.
     with server.db.write() as conn:
         queue.enqueue(conn, "lyra", "ui-browser-check", "k1", {})
@@ -190,7 +232,7 @@ def test_a_person_signs_in_watches_recalls_tends_and_signs_out(browser_context, 
     # Sign out: the pages and the JSON they poll are closed to this browser.
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
-    for path in ("/ui/timeline", "/ui/recall", "/ui/queue"):
+    for path in ("/ui/timeline", "/ui/recall", "/ui/queue", "/ui/audit", "/ui/memory"):
         page.goto(server.url + path)
         expect(page).to_have_url(server.url + "/ui")
         expect(page.get_by_role("heading", name="Sign in")).to_be_visible()

@@ -407,6 +407,51 @@ class GraphStore:
         found = [n for n in found if n.group_id == entity]
         return found[0] if found else None
 
+    def list_facts(
+        self, entity: str, limit: int, offset: int, contains: str | None, state: str | None
+    ) -> list[Fact]:
+        """This entity's facts, newest first: `contains` (any case) in the fact's text or
+        an end's name; `state` valid (no invalid_at) or invalidated."""
+        graph = self._graph(entity)
+        return self._call(self._list_facts(graph, entity, limit, offset, contains, state))
+
+    async def _list_facts(self, graph, entity, limit, offset, contains, state) -> list[Fact]:
+        where = ["e.group_id = $g"]
+        if contains:
+            where.append(
+                "(toLower(e.fact) CONTAINS $q OR toLower(a.name) CONTAINS $q"
+                " OR toLower(b.name) CONTAINS $q)"
+            )
+        if state == "valid":
+            where.append("e.invalid_at IS NULL")
+        elif state == "invalidated":
+            where.append("e.invalid_at IS NOT NULL")
+        records, *_ = await graph.driver.execute_query(
+            "MATCH (a:Entity)-[e:RELATES_TO]->(b:Entity) WHERE " + " AND ".join(where) + " RETURN"
+            " e.uuid AS uuid, e.fact AS fact, e.name AS name, e.valid_at AS valid_at,"
+            " e.invalid_at AS invalid_at, e.created_at AS created_at, e.episodes AS episodes,"
+            " a.name AS source, b.name AS target"
+            " ORDER BY e.created_at DESC, e.uuid SKIP $skip LIMIT $limit",
+            g=entity,
+            q=(contains or "").lower(),
+            skip=offset,
+            limit=limit,
+        )
+        return [
+            Fact(
+                uuid=r["uuid"],
+                fact=r["fact"] or "",
+                name=r["name"] or "",
+                valid_at=_any_stamp(r["valid_at"]),
+                invalid_at=_any_stamp(r["invalid_at"]),
+                created_at=_any_stamp(r["created_at"]),
+                source=r["source"] or "",
+                target=r["target"] or "",
+                episodes=list(r["episodes"] or []),
+            )
+            for r in records
+        ]
+
     def episode_facts(self, entity: str, episode_uuids: list[str]) -> dict[str, list[Fact]]:
         """The facts each episode produced (or confirmed), for the timeline."""
         graph = self._graph(entity)
@@ -869,6 +914,20 @@ def _stamp(moment: datetime | None) -> str | None:
     if moment.tzinfo is None:
         return moment.strftime(timestamps.FORMAT)
     return timestamps.normalise(moment.isoformat())
+
+
+def _any_stamp(value) -> str | None:
+    """A time as a query returns it: a datetime, Neo4j's DateTime or FalkorDB's text."""
+    if value is None or value == "":
+        return None
+    if hasattr(value, "to_native"):
+        value = value.to_native()
+    if isinstance(value, datetime):
+        return _stamp(value)
+    try:
+        return timestamps.normalise(value)
+    except (ValueError, TypeError):
+        return str(value)
 
 
 def _when(edge: EntityEdge) -> str | None:

@@ -15,6 +15,7 @@ import logging
 import re
 import time
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -53,6 +54,17 @@ class TimelineQuery(Request):
     since: Moment | None = None
     until: Moment | None = None
     limit: int = Field(20, ge=1, le=200, description="Most episodes, newest first.")
+
+
+class FactsQuery(Request):
+    contains: str | None = Field(
+        None, min_length=1, max_length=200, description="In the fact or an end's name."
+    )
+    state: Literal["valid", "invalidated"] | None = Field(
+        None, description="valid: not invalidated; invalidated: stopped being true."
+    )
+    limit: int = Field(100, ge=1, le=2000)
+    offset: int = Field(0, ge=0, le=1_000_000)
 
 
 class NoteIn(Request):
@@ -122,6 +134,11 @@ class Timeline(BaseModel):
     status: str
 
 
+class Facts(BaseModel):
+    facts: list[FactOut]
+    status: str
+
+
 class Accepted(BaseModel):
     event_uid: str
     episode_uuid: str
@@ -161,6 +178,20 @@ def search(
     except Exception as exc:
         return SearchResult(facts=[], status=_unavailable(exc))
     return SearchResult(facts=_with_events(db, entity, facts), status="ok")
+
+
+def facts(graph, db: Database, entity: str, query: FactsQuery) -> Facts:
+    """The entity's facts, valid and invalidated, newest first, each traced to its events."""
+    status = _status(graph)
+    if status != "ok":
+        return Facts(facts=[], status=status)
+    try:
+        found = graph.store.list_facts(
+            entity, query.limit, query.offset, query.contains, query.state
+        )
+    except Exception as exc:
+        return Facts(facts=[], status=_unavailable(exc))
+    return Facts(facts=_with_events(db, entity, found), status="ok")
 
 
 def explore(graph, db: Database, entity: str, query: ExploreQuery) -> Exploration:

@@ -107,6 +107,9 @@ STARTUP_TOOLS = {  # the tool that brings back what startup left out
     "space": "list_spaces",
 }
 
+LOG_TEXT_CHARS = 1000
+"""The recall log keeps each item's text up to this many characters, for the audit."""
+
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall")
 
 
@@ -309,7 +312,13 @@ def log_entries(db, entity: str, ask: LogQuery) -> Log:
 
 def _log(db, entity, request, chosen, manifest, latency) -> None:
     items = [
-        {"layer": i.layer, "score": i.score, "source": i.source, "signals": i.signals}
+        {
+            "layer": i.layer,
+            "score": i.score,
+            "source": i.source,
+            "signals": i.signals,
+            "text": i.text[:LOG_TEXT_CHARS],
+        }
         for i in chosen
     ]
     with db.write() as conn:

@@ -74,6 +74,51 @@ def save(index: Index, entity: str, anchor: AnchorIn) -> Anchor:
     return Anchor(name=PurePosixPath(path).name, path=path, title=title, date=day, tags=tags)
 
 
+def get(index: Index, entity: str, name: str) -> tuple[Anchor, str]:
+    """One word-photo by its file name: what it is, and its text without front matter."""
+    relative = _relative(name)
+    home = index.home(entity)
+    try:
+        path = home.resolve(relative, field="name")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except (NotFound, OSError):
+        raise NotFound(f"no word-photo named {PurePosixPath(relative).name!r}") from None
+    lines = text.splitlines()
+    meta, body = chunks.front_matter(lines)
+    anchor = Anchor(
+        name=PurePosixPath(relative).name,
+        path=relative,
+        title=str(meta.get("title") or PurePosixPath(relative).stem),
+        date=chunks.meta_date(meta),
+        tags=chunks.meta_tags(meta),
+    )
+    return anchor, "\n".join(lines[body:]).strip("\n")
+
+
+def edit(index: Index, entity: str, name: str, anchor: AnchorIn) -> Anchor:
+    """Rewrite one word-photo in place: its title, text and tags; its name and date stay
+    (the file is replaced whole, never half written)."""
+    before, _ = get(index, entity, name)
+    title = anchor.title.strip()
+    if not title:
+        raise InputError.of("title", "empty; name the word-photo")
+    content = check_text("content", anchor.content, index.settings.search_max_text_bytes)
+    tags = checked_tags(anchor.tags, required=False)
+    header = {"title": title, "date": before.date, "tags": tags}
+    home = index.home(entity)
+    homes.replace_file(home, before.path, with_front_matter(header, content))
+    index.sync_file(entity, before.path)
+    return Anchor(name=before.name, path=before.path, title=title, date=before.date, tags=tags)
+
+
+def _relative(name: str) -> str:
+    if not name or "/" in name or "\\" in name or name in (".", ".."):
+        raise InputError.of("name", "a word-photo's file name, as anchor_list gives it")
+    if not name.endswith(homes.TEXT_SUFFIXES):
+        name += ".md"
+    return f"{homes.WORD_PHOTOS}/{name}"
+
+
 def list_all(index: Index, entity: str) -> Anchors:
     """Every word-photo on disk (the files, not the index), newest name first."""
     home = index.home(entity)

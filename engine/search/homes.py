@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.store import timestamps
 from engine.store.config import Settings
 from engine.store.db import ensure_private_dir, write_private
 from engine.store.errors import InputError, NotFound
@@ -239,6 +240,42 @@ def write_new(home: Home, folder: str, stem: str, text: str) -> str:
         raise InputError.of("path", f"too many files named {stem} in {folder}")
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def replace_file(home: Home, relative: str, text: str) -> None:
+    """Replace a file of the home whole with `text` (0600): written beside it, then
+    renamed over it, so a reader sees the old text or the new, never half of one."""
+    target = home.resolve(relative)
+    temporary = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
+    write_private(temporary, text)
+    try:
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+class HomeFile(BaseModel):
+    path: str = Field(description="Relative to the home.")
+    kind: str = Field(description="anchor, fragment, memory, document or journal.")
+    category: str | None = None
+    bytes: int
+    modified_at: str
+
+
+def list_files(home: Home, kind: str | None = None) -> list[HomeFile]:
+    """The home's memory files (what the index holds), newest first; `kind` to keep one."""
+    found = [
+        HomeFile(
+            path=source.path,
+            kind=source.kind,
+            category=source.category,
+            bytes=stat.st_size,
+            modified_at=timestamps.normalise(stat.st_mtime),
+        )
+        for source, stat in home.sources()
+        if kind is None or source.kind == kind
+    ]
+    return sorted(found, key=lambda f: f.modified_at, reverse=True)
 
 
 SHARED_KEY = "shared:"

@@ -27,6 +27,7 @@ COMMANDS = {
     "shared": ("pps.cli.shared", "app"),
     "operator": ("pps.cli.operator", "app"),
     "queue": ("pps.cli.queue", "app"),
+    "audit": ("pps.cli.audit", "app"),
     "replay": ("pps.cli.rebuild", "replay_app"),
     "hooks": ("pps.cli.hooks", "app"),
     "ingest": ("pps.cli.ingest", "app"),

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
+from pydantic import Field
 
 from engine.search import anchors
 from engine.search.anchors import Anchor, AnchorIn, Anchors, AnchorSearch, Deleted, Resynced
 from engine.search.hybrid import SearchResponse
 from pps.rest.deps import CurrentEntity, SearchIndex
+from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/anchors", tags=["anchors"])
 
@@ -20,6 +22,23 @@ def save(body: AnchorIn, entity: CurrentEntity, index: SearchIndex) -> Anchor:
 @router.get("", summary="Every word-photo on disk, newest first")
 def list_anchors(entity: CurrentEntity, index: SearchIndex) -> Anchors:
     return anchors.list_all(index, entity)
+
+
+class AnchorText(Anchor):
+    content: str = Field(description="The word-photo's text, without its front matter.")
+
+
+@router.get("/{name}", summary="One word-photo with its text", responses=problems(404))
+def get(name: str, entity: CurrentEntity, index: SearchIndex) -> AnchorText:
+    anchor, text = anchors.get(index, entity, name)
+    return AnchorText(**anchor.model_dump(), content=text)
+
+
+@router.put(
+    "/{name}", summary="Rewrite a word-photo (its name and date stay)", responses=problems(404)
+)
+def edit(name: str, body: AnchorIn, entity: CurrentEntity, index: SearchIndex) -> Anchor:
+    return anchors.edit(index, entity, name, body)
 
 
 @router.delete("/{name}", summary="Delete a word-photo by its file name")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from engine.search import homes
-from engine.search.homes import FileLines
+from engine.search.homes import FileLines, HomeFile
 from engine.store.requests import Request
 from pps.rest.deps import CurrentEntity, SearchIndex
 from pps.rest.statuses import problems
@@ -31,3 +31,20 @@ def read(
     query: Annotated[FileQuery, Query()], entity: CurrentEntity, index: SearchIndex
 ) -> FileLines:
     return homes.read_lines(index.home(entity), query.path, query.start, query.lines)
+
+
+class FileList(BaseModel):
+    files: list[HomeFile]
+
+
+class ListQuery(Request):
+    kind: Literal["anchor", "fragment", "memory", "document", "journal"] | None = Field(
+        None, description="Only files of this kind."
+    )
+
+
+@router.get("/files/list", summary="The memory files of your home, newest first")
+def list_files(
+    query: Annotated[ListQuery, Query()], entity: CurrentEntity, index: SearchIndex
+) -> FileList:
+    return FileList(files=homes.list_files(index.home(entity), query.kind))

@@ -12,6 +12,8 @@ from engine.graph.texture import (
     Deleted,
     Exploration,
     ExploreQuery,
+    Facts,
+    FactsQuery,
     NoteIn,
     SearchQuery,
     SearchResult,
@@ -37,6 +39,13 @@ Graph = Annotated[object, Depends(_graph)]
 @router.post("/search", summary="Facts relevant to a query, each traced to its events")
 def search(body: SearchQuery, entity: CurrentEntity, db: DB, graph: Graph) -> SearchResult:
     return texture.search(graph, db, entity, body)
+
+
+@router.get("/facts", summary="The entity's facts, valid and invalidated, newest first")
+def list_facts(
+    query: Annotated[FactsQuery, Query()], entity: CurrentEntity, db: DB, graph: Graph
+) -> Facts:
+    return texture.facts(graph, db, entity, query)
 
 
 @router.get(

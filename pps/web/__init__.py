@@ -12,7 +12,9 @@ from fastapi import FastAPI, Request
 
 from engine.store.errors import FieldProblem
 from pps.rest.deps import problem_response
+from pps.web import graph as _graph  # noqa: F401  (its routes join pages.pages)
 from pps.web import guard, pages
+from pps.web import memory as _memory  # noqa: F401
 from pps.web.sessions import Sessions
 
 

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.exceptions import RequestValidationError
@@ -25,11 +26,20 @@ from engine.capture import events as capture
 from engine.capture.events import EventQuery, Page, SearchQuery
 from engine.llm import budget
 from engine.recall import ambient as recall
+from engine.recall import audit
 from engine.recall.ambient import LogQuery, RecallRequest
+from engine.recall.audit import DrawQuery, JudgmentIn, Precision, PrecisionQuery
 from engine.search import hybrid
 from engine.search.hybrid import SearchRequest
 from engine.store import queue
-from engine.store.errors import Forbidden, InputError, NotFound, Unavailable, from_validation
+from engine.store.errors import (
+    Conflict,
+    Forbidden,
+    InputError,
+    NotFound,
+    Unavailable,
+    from_validation,
+)
 from pps.rest.deps import DB, AppRuntime, AppSettings
 from pps.web import guard
 from pps.web.guard import LOGIN_COOKIE, Refused, SignedIn, SignInNeeded, Write
@@ -47,11 +57,6 @@ NAV = (
     ("graph", "Graph"),
     ("memory", "Memory"),
 )
-COMING = {
-    "audit": "Draw logged recalls at random and judge what surfaced; precision per layer.",
-    "graph": "The entity's facts, valid and invalidated, drawn with their neighbourhood.",
-    "memory": "Word-photos, fragments, memory files, crystals, summaries, inventory.",
-}
 PAGE_SIZE = 50
 
 
@@ -78,6 +83,8 @@ class PageRoute(APIRoute):
                 return error_page(request, 404, str(exc))
             except Forbidden as exc:
                 return error_page(request, 403, str(exc))
+            except Conflict as exc:
+                return error_page(request, 409, str(exc))
             except Unavailable as exc:
                 return error_page(request, 503, f"{exc.component}: {exc}")
 
@@ -400,16 +407,74 @@ def retry(
     return guard.harden(RedirectResponse(f"/ui/queue?{note}", status_code=303))
 
 
-# --- what comes next ---
+# --- audit ---
 
 
-def _coming(name: str):
-    def coming(request: Request, session: SignedIn) -> Response:
-        return render(request, "coming.html", active=name, what=COMING[name])
+@pages.get("/audit")
+def audit_page(
+    request: Request,
+    session: SignedIn,
+    db: DB,
+    settings: AppSettings,
+    seed: int | None = None,
+    n: int = audit.DRAW_DEFAULT,
+    k: int = 5,
+    unjudged: bool = False,
+) -> Response:
+    """N logged recalls drawn at random, each item to judge; precision@k beside them. The
+    seed is in the URL, so a reload shows the same draw (without one, a new draw)."""
+    ask = DrawQuery(n=n, seed=seed, unjudged=unjudged)
+    precision = audit.precision(db, session.entity, PrecisionQuery(k=k))
+    if seed is None:
+        seed = audit.new_seed()
+        query = urlencode({"seed": seed, "n": n, "k": k, **({"unjudged": 1} if unjudged else {})})
+        return guard.harden(RedirectResponse(f"/ui/audit?{query}", status_code=303))
+    drawn = audit.draw(db, session.entity, ask)
+    return render(
+        request,
+        "audit.html",
+        active="audit",
+        settings=settings,
+        drawn=drawn,
+        ask=ask,
+        precision=precision,
+    )
 
-    coming.__name__ = f"{name}_page"
-    return coming
+
+@pages.post("/audit/judge")
+def judge_form(
+    session: Write,
+    db: DB,
+    log_id: Annotated[int, Form()],
+    rank: Annotated[int, Form()],
+    relevant: Annotated[str, Form()],
+    seed: Annotated[int, Form()] = 0,
+    n: Annotated[int, Form()] = audit.DRAW_DEFAULT,
+) -> Response:
+    """The page's judgment without its script: judge, then back to the same draw."""
+    if relevant not in ("0", "1"):
+        raise InputError.of("relevant", "1 (relevant) or 0 (not)")
+    ask = JudgmentIn(log_id=log_id, rank=rank, relevant=relevant == "1")
+    audit.judge(db, session.entity, ask, face="ui")
+    back = urlencode({"seed": seed, "n": n})
+    return guard.harden(RedirectResponse(f"/ui/audit?{back}#r{log_id}-{rank}", status_code=303))
 
 
-for _name in COMING:
-    pages.add_api_route(f"/{_name}", _coming(_name), methods=["GET"])
+@api.post("/audit/judgments")
+def judge(body: JudgmentIn, session: Write, db: DB, k: int = 5) -> dict[str, Any]:
+    """What the audit page posts for each key press: the judgment, and precision now."""
+    judgment = audit.judge(db, session.entity, body, face="ui")
+    return {"judgment": judgment, "precision": _precision(db, session.entity, k)}
+
+
+@api.get("/audit/precision")
+def audit_precision(session: SignedIn, db: DB, k: int = 5) -> Precision:
+    return _precision(db, session.entity, k)
+
+
+def _precision(db, entity: str, k: int) -> Precision:
+    try:
+        ask = PrecisionQuery(k=k)
+    except ValidationError as exc:
+        raise from_validation(exc.errors()) from None
+    return audit.precision(db, entity, ask)

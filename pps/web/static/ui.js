@@ -1,6 +1,8 @@
 // The web face's only script (ours; no libraries). The timeline shows new events as they
 // are captured: it polls /ui/api/events (the session cookie goes with it) and puts the
-// events it has not shown yet at the top. Elements are built with textContent, never HTML.
+// events it has not shown yet at the top. The audit page judges items from the keyboard.
+// The graph and memory pages ask before a delete. Elements are built with textContent,
+// never HTML.
 "use strict";
 
 (function () {
@@ -76,4 +78,139 @@
   }
 
   window.setTimeout(poll, EVERY_MS);
+})();
+
+
+// The audit: j/k (or the arrows) move between items, y/1 and n/0 judge the current one
+// (POST /ui/api/audit/judgments with the session's CSRF token in X-CSRF-Token), then the
+// next is current; precision beside the items is redrawn from the answer.
+(function () {
+  const audit = document.getElementById("audit");
+  if (!audit) return;
+  const items = Array.from(audit.querySelectorAll("li.judge-item"));
+  let current = -1;
+
+  function pct(p) {
+    return p === null || p === undefined ? "–" : Math.round(p * 100) + "%";
+  }
+
+  function focus(i) {
+    if (!items.length) return;
+    current = Math.max(0, Math.min(items.length - 1, i));
+    for (const item of items) item.classList.remove("current");
+    const item = items[current];
+    item.classList.add("current");
+    item.focus({ preventScroll: true });
+    item.scrollIntoView({ block: "nearest" });
+  }
+
+  function cell(row, text, className) {
+    const td = document.createElement("td");
+    if (className) td.className = className;
+    td.textContent = text;
+    row.append(td);
+    return td;
+  }
+
+  function meter(td, p) {
+    if (p === null || p === undefined) return;
+    const m = document.createElement("meter");
+    m.min = 0;
+    m.max = 1;
+    m.value = p;
+    td.append(" ", m);
+  }
+
+  function redraw(precision) {
+    document.getElementById("p-all").textContent = pct(precision.precision);
+    document.getElementById("p-counts").textContent =
+      precision.judged + " judged items (" + precision.relevant + " relevant) in " +
+      precision.recalls + " recalls";
+    const layers = document.querySelector("#p-layers tbody");
+    layers.replaceChildren();
+    for (const l of precision.layers) {
+      const row = document.createElement("tr");
+      row.dataset.layer = l.layer;
+      cell(row, l.layer);
+      meter(cell(row, pct(l.precision), "p"), l.precision);
+      cell(row, String(l.judged));
+      cell(row, String(l.recalls));
+      layers.append(row);
+    }
+    const weeks = document.querySelector("#p-weeks tbody");
+    weeks.replaceChildren();
+    for (const w of precision.weeks) {
+      const row = document.createElement("tr");
+      cell(row, w.week);
+      meter(cell(row, pct(w.precision), "p"), w.precision);
+      cell(row, String(w.judged));
+      weeks.append(row);
+    }
+  }
+
+  async function judge(item, relevant) {
+    const response = await fetch("/ui/api/audit/judgments?k=" + audit.dataset.k, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: {
+        "Content-Type": "application/json",
+        Accept: "application/json",
+        "X-CSRF-Token": audit.dataset.csrf,
+      },
+      body: JSON.stringify({
+        log_id: Number(item.dataset.log),
+        rank: Number(item.dataset.rank),
+        relevant: relevant,
+      }),
+    });
+    if (response.status === 401) {
+      window.location.assign("/ui");
+      return;
+    }
+    if (!response.ok) {
+      item.classList.add("failed");
+      return;
+    }
+    const answer = await response.json();
+    item.classList.remove("yes", "no", "failed");
+    item.classList.add(relevant ? "yes" : "no");
+    item.querySelector(".verdict").textContent = relevant ? "relevant" : "not relevant";
+    redraw(answer.precision);
+  }
+
+  items.forEach((item, i) => {
+    item.addEventListener("click", () => focus(i));
+    item.querySelector("form.verdicts").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const relevant = event.submitter && event.submitter.value === "1";
+      focus(i);
+      judge(item, relevant).then(() => focus(i + 1));
+    });
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const tag = (event.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "textarea" || tag === "select") return;
+    const key = event.key;
+    if (key === "j" || key === "ArrowDown") focus(current + 1);
+    else if (key === "k" || key === "ArrowUp") focus(current - 1);
+    else if ((key === "y" || key === "1" || key === "n" || key === "0") && current >= 0) {
+      const item = items[current];
+      const at = current;
+      judge(item, key === "y" || key === "1").then(() => focus(at + 1));
+    } else return;
+    event.preventDefault();
+  });
+
+  if (items.length) focus(0);
+})();
+
+// A delete asks first: a form with data-confirm submits only when the person says yes.
+(function () {
+  for (const form of document.querySelectorAll("form[data-confirm]")) {
+    form.addEventListener("submit", (event) => {
+      if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+    });
+  }
 })();

@@ -1,0 +1,36 @@
+"""The retrieval audit over REST: draw logged recalls, judge what they surfaced, and
+precision@k per layer and by week (the web face's audit page calls the same services)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from engine.recall import audit
+from engine.recall.audit import Drawn, DrawQuery, Judgment, JudgmentIn, Precision, PrecisionQuery
+from pps.rest.deps import DB, CurrentEntity
+from pps.rest.statuses import problems
+
+router = APIRouter(prefix="/v1/audit", tags=["audit"])
+
+
+@router.get("/draw", summary="Logged recalls drawn at random, each item with its judgment")
+def draw(query: Annotated[DrawQuery, Query()], entity: CurrentEntity, db: DB) -> Drawn:
+    return audit.draw(db, entity, query)
+
+
+@router.post(
+    "/judgments",
+    summary="Judge one item of a logged recall relevant or not",
+    responses=problems(404),
+)
+def judge(body: JudgmentIn, entity: CurrentEntity, db: DB) -> Judgment:
+    return audit.judge(db, entity, body, face="rest")
+
+
+@router.get("/precision", summary="precision@k of the judged recalls, per layer and by week")
+def precision(
+    query: Annotated[PrecisionQuery, Query()], entity: CurrentEntity, db: DB
+) -> Precision:
+    return audit.precision(db, entity, query)

@@ -1,0 +1,83 @@
+"""The graph page: the entity's facts (valid and invalidated, with their dates), each
+linked to the events it came from, drawn with their entities (pps.web.layout); an
+entity's neighbourhood; deleting a fact after the person confirms. Over the texture
+services REST uses; a graph that is off or down is said on the page."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import Form, Request
+from fastapi.responses import RedirectResponse, Response
+
+from engine.graph import texture
+from engine.graph.texture import ExploreQuery, FactsQuery
+from engine.store.errors import InputError, NotFound
+from pps.rest.deps import DB, AppRuntime
+from pps.web import guard, layout
+from pps.web.guard import SignedIn, Write
+from pps.web.pages import _blank, pages, render
+
+PAGE = 100
+
+
+@pages.get("/graph")
+def graph_page(
+    request: Request,
+    session: SignedIn,
+    db: DB,
+    runtime: AppRuntime,
+    contains: str | None = None,
+    state: str | None = None,
+    entity: str | None = None,
+    depth: int = 1,
+    offset: int = 0,
+    deleted: str | None = None,
+) -> Response:
+    graph = runtime.graph
+    ask = FactsQuery(contains=_blank(contains), state=_blank(state), limit=PAGE, offset=offset)
+    listed = texture.facts(graph, db, session.entity, ask)
+    around = None
+    if _blank(entity) and listed.status == "ok":
+        try:
+            around = texture.explore(
+                graph, db, session.entity, ExploreQuery(entity_name=entity.strip(), depth=depth)
+            )
+        except NotFound:
+            around = None
+    drawn = around.facts if around is not None and around.status == "ok" else listed.facts
+    return render(
+        request,
+        "graph.html",
+        active="graph",
+        status=listed.status,
+        backend=graph.backend if graph is not None else "none",
+        facts=listed.facts,
+        ask=ask,
+        entity=_blank(entity),
+        depth=depth,
+        around=around,
+        drawing=layout.radial(drawn, _blank(entity)),
+        deleted=deleted if deleted in ("fact", "entity", "episode") else None,
+        page=PAGE,
+    )
+
+
+@pages.post("/graph/delete")
+def delete_fact(
+    session: Write,
+    db: DB,
+    runtime: AppRuntime,
+    uuid: Annotated[str, Form(max_length=100)] = "",
+    contains: Annotated[str, Form(max_length=200)] = "",
+    entity: Annotated[str, Form(max_length=256)] = "",
+) -> Response:
+    """Delete one fact (the page asks first), as DELETE /v1/texture/{uuid} does; then
+    back to the page as it was filtered."""
+    if not uuid.strip():
+        raise InputError.of("uuid", "name the fact")
+    deleted = texture.delete(runtime.graph, db, session.entity, uuid.strip())
+    query = {"deleted": deleted.deleted}
+    query |= {k: v for k, v in (("contains", contains), ("entity", entity)) if v.strip()}
+    return guard.harden(RedirectResponse(f"/ui/graph?{urlencode(query)}", status_code=303))

@@ -1,0 +1,256 @@
+"""The memory page: word-photos, fragments, memory files, crystals (the chain and the
+archive), summaries, inventory and spaces. Each tab reads through the engine service REST
+reads through; each form builds the request model REST takes and calls the same service,
+then goes back to its tab (a notice by a fixed word, never text from the URL)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Form, Request
+from fastapi.responses import RedirectResponse, Response
+
+from engine.crystal import crystals, summaries
+from engine.crystal.crystals import CrystalIn, CurrentQuery
+from engine.crystal.summaries import RecentQuery, SummaryIn
+from engine.inventory import items as inventory
+from engine.inventory.items import ItemIn, ItemQuery, ItemRef, SpaceIn, SpaceUpdate
+from engine.search import anchors, fragments, homes
+from engine.search.anchors import AnchorIn
+from engine.search.fragments import FragmentIn
+from engine.store.errors import InputError
+from pps.rest.deps import DB, AppSettings, SearchIndex
+from pps.web import guard
+from pps.web.guard import SignedIn, Write
+from pps.web.pages import _blank, pages, render
+
+TABS = (
+    ("anchors", "Word-photos"),
+    ("fragments", "Fragments"),
+    ("files", "Memory files"),
+    ("crystals", "Crystals"),
+    ("summaries", "Summaries"),
+    ("inventory", "Inventory"),
+    ("spaces", "Spaces"),
+)
+DONE = {
+    "anchor-saved": "Word-photo saved.",
+    "anchor-edited": "Word-photo rewritten.",
+    "anchor-deleted": "Word-photo deleted.",
+    "fragment-stored": "Fragment stored.",
+    "crystal-written": "Crystal written.",
+    "crystal-taken-back": "The newest crystal was taken back.",
+    "summary-stored": "Summary stored.",
+    "item-saved": "Item saved.",
+    "item-deleted": "Item deleted.",
+    "space-added": "Space added.",
+    "space-changed": "Space changed.",
+}
+
+
+def _tags(text: str) -> list[str]:
+    return [tag.strip() for tag in text.split(",") if tag.strip()]
+
+
+def _back(tab: str, done: str, **more: str) -> Response:
+    query = "&".join(f"{k}={v}" for k, v in more.items())
+    target = f"/ui/memory?tab={tab}&done={done}" + (f"&{query}" if query else "")
+    return guard.harden(RedirectResponse(target, status_code=303))
+
+
+@pages.get("/memory")
+def memory_page(
+    request: Request,
+    session: SignedIn,
+    db: DB,
+    index: SearchIndex,
+    settings: AppSettings,
+    tab: str = "anchors",
+    anchor: str | None = None,
+    path: str | None = None,
+    done: str | None = None,
+) -> Response:
+    if tab not in dict(TABS):
+        raise InputError.of("tab", ", ".join(dict(TABS)))
+    entity = session.entity
+    home = index.home(entity)
+    view: dict = {}
+    if tab == "anchors":
+        view["anchors"] = anchors.list_all(index, entity).anchors
+        if anchor:
+            view["editing"], view["editing_text"] = anchors.get(index, entity, anchor)
+    elif tab in ("fragments", "files"):
+        view["files"] = homes.list_files(home, "fragment" if tab == "fragments" else None)
+        if path:
+            view["file"] = homes.read_lines(home, path)
+    elif tab == "crystals":
+        root = homes.home_for(settings, entity).root
+        view["current"] = crystals.current(root, CurrentQuery(count=settings.crystal_keep))
+        view["all"] = crystals.list_all(root).crystals
+    elif tab == "summaries":
+        view["summaries"] = summaries.recent(db, entity, RecentQuery(limit=100)).summaries
+        view["stats"] = summaries.stats(db, entity)
+    elif tab == "inventory":
+        view["items"] = inventory.list_items(db, entity, ItemQuery(limit=1000)).items
+        view["categories"] = inventory.categories(db, entity).categories
+        view["spaces"] = inventory.list_spaces(db, entity).spaces
+    else:
+        view["spaces"] = inventory.list_spaces(db, entity).spaces
+    return render(
+        request,
+        "memory.html",
+        active="memory",
+        tab=tab,
+        tabs=TABS,
+        done=DONE.get(done or ""),
+        **view,
+    )
+
+
+# --- word-photos ---
+
+
+@pages.post("/memory/anchors")
+def anchor_save(
+    session: Write,
+    index: SearchIndex,
+    title: Annotated[str, Form()] = "",
+    content: Annotated[str, Form()] = "",
+    tags: Annotated[str, Form()] = "",
+) -> Response:
+    anchors.save(index, session.entity, AnchorIn(title=title, content=content, tags=_tags(tags)))
+    return _back("anchors", "anchor-saved")
+
+
+@pages.post("/memory/anchors/edit")
+def anchor_edit(
+    session: Write,
+    index: SearchIndex,
+    name: Annotated[str, Form()] = "",
+    title: Annotated[str, Form()] = "",
+    content: Annotated[str, Form()] = "",
+    tags: Annotated[str, Form()] = "",
+) -> Response:
+    ask = AnchorIn(title=title, content=content, tags=_tags(tags))
+    anchors.edit(index, session.entity, name, ask)
+    return _back("anchors", "anchor-edited")
+
+
+@pages.post("/memory/anchors/delete")
+def anchor_delete(
+    session: Write, index: SearchIndex, name: Annotated[str, Form()] = ""
+) -> Response:
+    anchors.delete(index, session.entity, name)
+    return _back("anchors", "anchor-deleted")
+
+
+# --- fragments ---
+
+
+@pages.post("/memory/fragments")
+def fragment_store(
+    session: Write,
+    index: SearchIndex,
+    text: Annotated[str, Form()] = "",
+    category: Annotated[str, Form()] = "",
+    tags: Annotated[str, Form()] = "",
+) -> Response:
+    ask = FragmentIn(text=text, category=category, tags=_tags(tags))
+    fragments.store(index, session.entity, ask)
+    return _back("fragments", "fragment-stored")
+
+
+# --- crystals ---
+
+
+@pages.post("/memory/crystals")
+def crystal_write(
+    session: Write, settings: AppSettings, content: Annotated[str, Form()] = ""
+) -> Response:
+    home = homes.home_for(settings, session.entity).root
+    crystals.crystallize(home, CrystalIn(content=content), keep=settings.crystal_keep)
+    return _back("crystals", "crystal-written")
+
+
+@pages.post("/memory/crystals/delete-latest")
+def crystal_take_back(session: Write, settings: AppSettings) -> Response:
+    home = homes.home_for(settings, session.entity).root
+    crystals.delete_latest(home, keep=settings.crystal_keep)
+    return _back("crystals", "crystal-taken-back")
+
+
+# --- summaries ---
+
+
+@pages.post("/memory/summaries")
+def summary_store(
+    session: Write,
+    db: DB,
+    summary_text: Annotated[str, Form()] = "",
+    start_id: Annotated[int, Form()] = 0,
+    end_id: Annotated[int, Form()] = 0,
+) -> Response:
+    ask = SummaryIn(summary_text=summary_text, start_id=start_id, end_id=end_id)
+    summaries.store(db, session.entity, ask)
+    return _back("summaries", "summary-stored")
+
+
+# --- inventory and spaces ---
+
+
+@pages.post("/memory/inventory")
+def item_save(
+    session: Write,
+    db: DB,
+    name: Annotated[str, Form()] = "",
+    category: Annotated[str, Form()] = "",
+    subcategory: Annotated[str, Form()] = "",
+    description: Annotated[str, Form()] = "",
+    space: Annotated[str, Form()] = "",
+) -> Response:
+    ask = ItemIn(
+        name=name,
+        category=category,
+        subcategory=_blank(subcategory),
+        description=description,
+        space=_blank(space),
+    )
+    inventory.add(db, session.entity, ask)
+    return _back("inventory", "item-saved")
+
+
+@pages.post("/memory/inventory/delete")
+def item_delete(
+    session: Write,
+    db: DB,
+    name: Annotated[str, Form()] = "",
+    category: Annotated[str, Form()] = "",
+) -> Response:
+    inventory.delete(db, session.entity, ItemRef(name=name, category=_blank(category)))
+    return _back("inventory", "item-deleted")
+
+
+@pages.post("/memory/spaces")
+def space_add(
+    session: Write,
+    db: DB,
+    name: Annotated[str, Form()] = "",
+    description: Annotated[str, Form()] = "",
+    channel: Annotated[str, Form()] = "",
+) -> Response:
+    ask = SpaceIn(name=name, description=description, channel=_blank(channel))
+    inventory.add_space(db, session.entity, ask)
+    return _back("spaces", "space-added")
+
+
+@pages.post("/memory/spaces/edit")
+def space_edit(
+    session: Write,
+    db: DB,
+    name: Annotated[str, Form()] = "",
+    description: Annotated[str, Form()] = "",
+    channel: Annotated[str, Form()] = "",
+) -> Response:
+    ask = SpaceUpdate(description=description, channel=_blank(channel))
+    inventory.update_space(db, session.entity, name, ask)
+    return _back("spaces", "space-changed")
