@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from engine.backup import records
+from engine.backup import records, scope
 from engine.search import homes
 from engine.store import timestamps
 from engine.store.config import Settings
@@ -235,21 +235,13 @@ def _keep_only(conn: sqlite3.Connection, entity: str) -> None:
     """Delete every row of every other entity from the snapshot (never from the live
     database). A table no rule here places is refused: a new migration must say whose
     its rows are before an entity's archive may hold it."""
-    tables = conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"
-    ).fetchall()
-    virtual = [name for name, sql in tables if sql and sql.upper().startswith("CREATE VIRTUAL")]
+    virtual = scope.virtual_tables(conn)
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("BEGIN")
-    for name, _ in tables:
-        if name.startswith("sqlite_") or name in virtual:
-            continue
-        if any(name.startswith(f"{v}_") for v in virtual):
-            continue  # a full-text index's own storage: rebuilt below
-        columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')}
+    for name, marked in scope.tables(conn):
         if name in _OTHER_TABLES:
             statement = _OTHER_TABLES[name]
-        elif "entity" in columns:
+        elif marked:
             statement = f'DELETE FROM "{name}" WHERE entity != :entity'
         else:
             conn.execute("ROLLBACK")
@@ -285,9 +277,9 @@ def _write_tar(
         with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:
             members.append(_add_file(tar, DATABASE, snapshot))
             for name in facts.entities:
-                root, configured, tops = _home_of(settings, name)
+                root, configured, tops = scope.home_of(settings, name)
                 count = 0
-                for relative, path in _files(root, tops, skipped, name):
+                for relative, path in scope.files(root, tops, skipped, name):
                     added = _add_file(tar, f"entities/{name}/{relative}", path)
                     if added is not None:
                         members.append(added)
@@ -308,7 +300,7 @@ def _write_tar(
             for store in facts.stores if entity is None else []:
                 count = 0
                 root = homes.shared_dir(settings) / store
-                for relative, path in _files(root, None, skipped, f"shared:{store}"):
+                for relative, path in scope.files(root, None, skipped, f"shared:{store}"):
                     added = _add_file(tar, f"shared/{store}/{relative}", path)
                     if added is not None:
                         members.append(added)
@@ -346,55 +338,6 @@ def _write_tar(
         raw.flush()
         os.fsync(raw.fileno())
     return manifest
-
-
-def _home_of(settings: Settings, entity: str) -> tuple[Path, bool, list[str] | None]:
-    """The entity's home, whether it is configured elsewhere, and which of its folders
-    to copy (None: all of it). A home elsewhere (an agent's own notes, perhaps a git
-    repository) gives only what pps reads and writes there."""
-    configured = settings.entity_homes.get(entity)
-    if configured is None:
-        return homes.entities_dir(settings) / entity, False, None
-    tops = [
-        homes.MEMORY_FILE,
-        homes.MEMORY_DIR,
-        homes.WORD_PHOTOS,
-        ".brain",
-        "crystals",
-        *settings.domain_collections,
-        *settings.growth_collections,
-    ]
-    return Path(configured).expanduser(), True, tops
-
-
-def _files(
-    root: Path, tops: list[str] | None, skipped: list[str], owner: str
-) -> Iterator[tuple[str, Path]]:
-    """Every regular file under `root` (or its `tops`), in a stable order, as
-    ('/'-separated relative name, path). Symlinks are not followed; names that are not
-    UTF-8 and our own half-written temporary files are left out (the first are listed)."""
-    if not root.is_dir():
-        return
-    starts = [root] if tops is None else [root / top for top in dict.fromkeys(tops)]
-    for start in starts:
-        if start.is_file() and not start.is_symlink():
-            yield start.relative_to(root).as_posix(), start
-            continue
-        if not start.is_dir() or start.is_symlink():
-            continue
-        for directory, dirs, files in os.walk(start):
-            dirs[:] = sorted(d for d in dirs if not (Path(directory) / d).is_symlink())
-            for name in sorted(files):
-                path = Path(directory) / name
-                relative = path.relative_to(root).as_posix()
-                if path.is_symlink() or not path.is_file():
-                    continue
-                if name.startswith(".") and name.endswith(".tmp"):
-                    continue
-                if homes.name_problem(relative):
-                    skipped.append(f"{owner}: {homes.shown(relative)} (name not UTF-8)")
-                    continue
-                yield relative, path
 
 
 def _add_file(tar: tarfile.TarFile, name: str, path: Path) -> dict | None:

@@ -223,15 +223,21 @@ Listener = Callable[[sqlite3.Connection, str, list[int]], None]
 
 
 def record(
-    db: Database, entity: str, events: list[EventIn], announce: Sequence[Listener]
+    db: Database,
+    entity: str,
+    events: list[EventIn],
+    announce: Sequence[Listener],
+    received: Sequence[str] | None = None,
 ) -> list[Recorded]:
     """Store a batch in one transaction and announce the new events' ids to `announce`.
     An event_uid already stored (or repeated in the batch) stores nothing and answers
-    with the original id, marked duplicate."""
-    received_at = timestamps.now()
+    with the original id, marked duplicate. `received`, one normalised timestamp per
+    event, keeps when each was first received (an import of an export); else now."""
+    now = timestamps.now()
     results = []
     with db.write() as conn:
-        for event in events:
+        for position, event in enumerate(events):
+            received_at = received[position] if received is not None else now
             uid = event.event_uid or uuid.uuid4().hex
             row = conn.execute(
                 "INSERT INTO events (entity, event_uid, channel, event_type, author, role,"

@@ -34,6 +34,7 @@ COMMANDS = {
     "import": ("pps.cli.imports", "app"),
     "backup": ("pps.cli.backup", "backup"),
     "restore": ("pps.cli.backup", "restore"),
+    "export": ("pps.cli.portable", "export"),
 }
 
 

@@ -11,10 +11,12 @@ import typer
 
 from pps.cli.ingest import open_client
 from pps.cli.options import ClientToken, Port, Url, fail, settings_for
+from pps.cli.portable import import_export
 
 app = typer.Typer(
     help="Import history as events: Claude Code transcripts, a Discord daemon's database, "
-    "markdown journals, an OpenClaw workspace's memory files. Re-runs store nothing twice.",
+    "markdown journals, an OpenClaw workspace's memory files, an export of pps. Re-runs "
+    "store nothing twice.",
     no_args_is_help=True,
 )
 
@@ -132,3 +134,8 @@ def import_openclaw(
             fail(str(exc))
 
     _import("openclaw", url, port, token_file, work)
+
+
+# `pps import export DIR`: an export of pps (engine/backup/portable.py), straight into a
+# data dir rather than through the client.
+app.command("export")(import_export)
