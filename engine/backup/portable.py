@@ -80,6 +80,7 @@ NOT_EXPORTED = {
     "graph_usage": "the graph's LLM spending on this service",
     "graph_replays": "the graph: derived from the events (`pps replay graph`)",
     "recall_log": "this service's log of recalls",
+    "audit_judgments": "judgments of this service's logged recalls (`pps audit export`)",
     "shared_members": "shared stores belong to several entities: not one entity's to export",
     "backups": "this data dir's backup history",
 }
