@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 
+from engine.crystal import summarize
 from engine.graph import episodes, texture
 from engine.search import embeddings, turns, watch
 from engine.search.index import FILE_EMBED_JOB, Index, file_embed_handler
@@ -44,6 +45,10 @@ class Runtime:
                 concurrency=settings.graph_concurrency,
             )
 
+        # Layer 4: summaries written by themselves past a threshold, with an LLM.
+        self.workers.add(summarize.JOB_KIND, summarize.handler(db, settings))
+        self.summarizer = summarize.sweeper(db, settings)
+
     def start(self) -> None:
         # Load the model now, so the first recall (a hook with a 2 s budget) does not
         # pay for it; if it cannot load, search falls back to BM25 and says so.
@@ -54,8 +59,10 @@ class Runtime:
             self.graph.start()
         self.workers.start()
         self.keeper.start()
+        self.summarizer.start()
 
     def stop(self) -> None:
+        self.summarizer.stop()
         self.keeper.stop()
         self.workers.stop()
         if self.graph is not None:

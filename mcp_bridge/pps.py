@@ -151,13 +151,14 @@ def get_turns_since_summary(
     oldest_first: bool = True,
 ) -> dict:
     """Raw turns that no summary covers yet, a page at a time, with the total count
-    (and a warning above 100). Use it to read or to summarize recent history."""
+    (and a warning past `summarize_after`, 100 by default). Use it to read or to
+    summarize recent history."""
     me = caller(ctx)
     with tool_errors():
         ask = summaries.SinceSummaryQuery(
             limit=limit, offset=offset, channel=channel, oldest_first=oldest_first
         )
-        return summaries.turns_since_summary(me.db, me.entity, ask).model_dump()
+        return summaries.turns_since_summary(me.db, me.settings, me.entity, ask).model_dump()
 
 
 @tool(annotations=READ)
@@ -356,7 +357,7 @@ def search_summaries(ctx: Context, query: str, limit: int = 10) -> dict:
 def summary_stats(ctx: Context) -> dict:
     """How many summaries exist, and how many turns are still unsummarized."""
     me = caller(ctx)
-    return summaries.stats(me.db, me.entity).model_dump()
+    return summaries.stats(me.db, me.settings, me.entity).model_dump()
 
 
 # --- layer 4: crystals ---

@@ -10,7 +10,8 @@ import threading
 import pytest
 from mcp_client import ToolFailed, call, session
 
-from tests.conftest import AppServer, wait_for
+from engine.capture import entities
+from tests.conftest import AppServer, connect, wait_for
 
 DAILY_CALLS = 4  # per entity: every test here but the budget's stays under it
 
@@ -198,3 +199,68 @@ def test_over_mcp_a_summary_is_stored_and_a_failure_says_why(server, client, stu
     assert "failed (llm)" in failed and "500" in failed and "nothing was stored" in failed
     assert "unavailable (llm)" in limited and "(429)" in limited
     assert [t["content"] for t in left["turns"]] == ["Lyra named them."]
+
+
+def test_past_the_threshold_summaries_are_written_by_themselves(tmp_path, stub):
+    with AppServer(
+        tmp_path / "data",
+        llm_provider="openai_compatible",
+        llm_base_url=stub.url,
+        llm_model="stub",
+        summarize_after=5,
+        summarize_check_s=0.05,
+    ) as app:
+        client = connect(app, entities.create(app.db, "wren"))
+
+        def ranges():
+            found = client.get("/v1/summaries", params={"limit": 20}).json()["summaries"]
+            return sorted((s["start_id"], s["end_id"]) for s in found)
+
+        first = say(client, *(f"turn {n} about the garden" for n in range(12)))
+        wait_for(lambda: ranges() == [(first[0], first[-1])], what="the first summary")
+        few = say(client, "one", "two", "three")  # 3: not past the threshold
+        assert client.post("/v1/recall", json={"context": "startup"}).json()["warning"] is None
+        more = say(client, *(f"later turn {n}" for n in range(4)))  # 7 now
+        wait_for(lambda: len(ranges()) == 2, what="a second summary")
+        assert ranges() == [(first[0], first[-1]), (few[0], more[-1])]  # never the same turns
+        left = client.get("/v1/turns/since-summary")
+        assert left.status_code == 200 and left.json()["turns"] == [], left.text
+        client.close()
+
+
+def test_without_an_llm_the_threshold_is_only_a_warning(tmp_path):
+    with AppServer(tmp_path / "data", summarize_after=5, summarize_check_s=0.05) as app:
+        client = connect(app, entities.create(app.db, "wren"))
+        say(client, *(f"turn {n}" for n in range(8)))
+        answer = client.post("/v1/recall", json={"context": "startup"}).json()
+        assert "8 unsummarized turns (more than 5): run summarize_messages" in answer["warning"]
+        assert client.get("/v1/summaries").json()["summaries"] == []
+        jobs = app.db.conn.execute("SELECT COUNT(*) FROM jobs WHERE kind = 'summarize'")
+        assert jobs.fetchone()[0] == 0
+        client.close()
+
+
+def test_a_summary_written_by_itself_survives_a_failing_llm(tmp_path, stub):
+    with AppServer(
+        tmp_path / "data",
+        llm_provider="openai_compatible",
+        llm_base_url=stub.url,
+        llm_model="stub",
+        summarize_after=2,
+        summarize_check_s=0.05,
+        queue_backoff_initial_s=0.1,
+        queue_backoff_max_s=0.5,
+    ) as app:
+        client = connect(app, entities.create(app.db, "wren"))
+        stub.set_mode("500")
+        asked = stub.calls
+        say(client, "one thing", "another thing", "a third thing")
+        wait_for(lambda: stub.calls >= asked + 2, what="the job to ask and be retried")
+        assert client.get("/v1/summaries/stats").json()["summaries"] == 0  # nothing stored
+        stub.set_mode(None)
+        wait_for(
+            lambda: client.get("/v1/summaries/stats").json()["summaries"] == 1,
+            what="the retried job to store the summary",
+        )
+        assert client.get("/v1/summaries/stats").json()["unsummarized"] == 0
+        client.close()

@@ -22,6 +22,7 @@ from engine.capture.markers import markers_only, turns_only
 from engine.capture.patterns import CHANNEL_PATTERN
 from engine.capture.words import fts_query
 from engine.store import timestamps
+from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.errors import Conflict, InputError
 from engine.store.requests import Request
@@ -318,16 +319,23 @@ def _outside(ranges: list[tuple[int, int]], holes: list[tuple[int, int]]):
             yield low, high
 
 
-def warning(unsummarized: int) -> str | None:
-    if unsummarized > WARN_ABOVE:
+def warning(unsummarized: int, settings: Settings) -> str | None:
+    """Said when the unsummarized turns pass `summarize_after` (100 where it is 0)."""
+    above = settings.summarize_after or WARN_ABOVE
+    if unsummarized <= above:
+        return None
+    if settings.summarize_after and settings.llm_provider != "none":
         return (
-            f"{unsummarized} unsummarized turns (more than {WARN_ABOVE}): run summarize_messages"
-            " to compress history and keep startup light"
+            f"{unsummarized} unsummarized turns (more than {above}): summaries are being"
+            " written by themselves (the queue's summarize jobs)"
         )
-    return None
+    return (
+        f"{unsummarized} unsummarized turns (more than {above}): run summarize_messages"
+        " to compress history and keep startup light"
+    )
 
 
-def stats(db: Database, entity: str) -> SummaryStats:
+def stats(db: Database, settings: Settings, entity: str) -> SummaryStats:
     conn = db.conn
     by_type = dict(
         conn.execute(
@@ -349,13 +357,15 @@ def stats(db: Database, entity: str) -> SummaryStats:
         by_type=by_type,
         summarized_events=total - unsummarized,
         unsummarized=unsummarized,
-        warning=warning(unsummarized),
+        warning=warning(unsummarized, settings),
         last_summary_at=last.fetchone()[0],
         oldest_unsummarized_at=oldest.fetchone()[0],
     )
 
 
-def turns_since_summary(db: Database, entity: str, ask: SinceSummaryQuery) -> TurnsSinceSummary:
+def turns_since_summary(
+    db: Database, settings: Settings, entity: str, ask: SinceSummaryQuery
+) -> TurnsSinceSummary:
     """The turns no summary covers yet, a page at a time, with the total count."""
     where, params = _scope(entity, ask.channel)
     direction = "ASC" if ask.oldest_first else "DESC"
@@ -366,7 +376,9 @@ def turns_since_summary(db: Database, entity: str, ask: SinceSummaryQuery) -> Tu
     ).fetchall()
     total = unsummarized_count(db, entity, ask.channel)
     return TurnsSinceSummary(
-        turns=[Event.from_row(row) for row in rows], unsummarized=total, warning=warning(total)
+        turns=[Event.from_row(row) for row in rows],
+        unsummarized=total,
+        warning=warning(total, settings),
     )
 
 

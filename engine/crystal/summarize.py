@@ -4,21 +4,34 @@ With an LLM configured (the one graph extraction uses) the summary is written an
 here; without one, the turns come back for the agent to summarize and store itself. The
 batch and its id range are fixed before the LLM is asked, so turns stored while it thinks
 stay unsummarized, and a failed or useless answer stores nothing.
+
+With an LLM, it also runs by itself: every `summarize_check_s` the entities whose
+unsummarized turns are past `summarize_after` get a `summarize` job in the queue (one
+worker: never two over the same turns), which summarizes the oldest batch and queues the
+next while the count stays past the threshold. A job's key is the day and the batch's
+first turn, so a job that could not be done (the LLM's budget spent, retries used up) is
+asked again the next day, not in a loop.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field, ValidationError
 
+from engine.capture import entities
 from engine.capture.events import Event
 from engine.crystal import summaries
 from engine.crystal.summaries import SUMMARY_TYPE_PATTERN, Batch, Summary, SummaryIn
 from engine.llm import budget
 from engine.llm import client as llm
+from engine.store import queue, timestamps
 from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.errors import BadUpstream, Unavailable
 from engine.store.requests import Request
+from engine.store.ticker import Ticker
+
+JOB_KIND = "summarize"
+AUTO_BATCH = 50  # turns a summary written by itself covers (summarize_messages' default)
 
 # The prompt is data: tune it here without touching the control flow below.
 SYSTEM = (
@@ -154,3 +167,45 @@ def _answer(batch: Batch, request: SummarizeRequest, message: str) -> Summarized
         turns=batch.turns,
         unsummarized=batch.unsummarized,
     )
+
+
+# --- by itself -------------------------------------------------------------------------
+
+
+def sweep(db: Database, settings: Settings) -> int:
+    """Queue a summary job for each entity past the threshold; returns how many."""
+    if settings.llm_provider == "none" or not settings.summarize_after:
+        return 0
+    queued = 0
+    for entity in entities.list_all(db):
+        if summaries.unsummarized_count(db, entity.name) > settings.summarize_after:
+            queued += _enqueue_next(db, entity.name)
+    return queued
+
+
+def sweeper(db: Database, settings: Settings) -> Ticker:
+    return Ticker("summarize-sweeper", settings.summarize_check_s, lambda: sweep(db, settings))
+
+
+def handler(db: Database, settings: Settings):
+    """The summarize job: the oldest batch of the entity's unsummarized turns, then the
+    next job while the count stays past the threshold. A spent budget ends the job
+    (tomorrow's sweep asks again); an LLM that fails is retried by the queue."""
+
+    def summarize_job(job: queue.Job) -> None:
+        if budget.budget_spent(db, settings, job.entity):
+            return
+        done = summarize(db, settings, job.entity, SummarizeRequest(limit=AUTO_BATCH))
+        if done.summarized and done.unsummarized > settings.summarize_after:
+            _enqueue_next(db, job.entity)
+
+    return summarize_job
+
+
+def _enqueue_next(db: Database, entity: str) -> int:
+    first = summaries.next_batch(db, entity, 1).start_id
+    if first is None:
+        return 0
+    with db.write() as conn:
+        queue.enqueue(conn, entity, JOB_KIND, f"{timestamps.now()[:10]}:from-{first}", {})
+    return 1

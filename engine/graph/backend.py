@@ -47,7 +47,7 @@ class Graph:
         self.store = None
         self.error: str | None = None
         self.empty_with_log: list[str] = []
-        self.sweeper = episodes.Sweeper(
+        self.sweeper = episodes.sweeper(
             db, self.window, settings.graph_sweep_s, on_tick=self._lift_spent_budgets
         )
         self._budget_checked = 0.0

@@ -19,9 +19,7 @@ Notes and triplets given through texture_add / texture_add_triplet are events on
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
-import threading
 import uuid as uuidlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,8 +29,7 @@ from typing import Any
 from engine.capture.markers import turns_only
 from engine.store import queue, timestamps
 from engine.store.db import Database
-
-log = logging.getLogger("pps.episodes")
+from engine.store.ticker import Ticker
 
 JOB_KIND = "graph_episode"
 TEXTURE_CHANNEL = "texture"
@@ -296,36 +293,15 @@ def closed(db: Database, entity: str) -> list[str]:
     return [row[0] for row in rows]
 
 
-class Sweeper:
-    """Closes finished windows every `interval` seconds, in a thread of its own."""
+def sweeper(db: Database, window: Window, interval: float, on_tick=None) -> Ticker:
+    """Closes finished windows every `interval` seconds (then calls `on_tick`)."""
 
-    def __init__(self, db: Database, window: Window, interval: float, on_tick=None):
-        self.db = db
-        self.window = window
-        self.interval = interval
-        self.on_tick = on_tick
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+    def sweep() -> None:
+        close_windows(db, window)
+        if on_tick is not None:
+            on_tick()
 
-    def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="episode-sweeper", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
-            self._thread = None
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                close_windows(self.db, self.window)
-                if self.on_tick is not None:
-                    self.on_tick()
-            except Exception:  # a bad sweep must not end the sweeper; the next one retries
-                log.exception("closing episode windows failed")
+    return Ticker("episode-sweeper", interval, sweep)
 
 
 def _seconds(earlier: str, later: str) -> float:

@@ -209,9 +209,10 @@ def recall(runtime: Layers, entity: str, request: RecallRequest) -> Recall:
         chosen, more = _trim(items, request.max_tokens), 0
         dropped += _dropped(items, chosen, "max_tokens", f"past max_tokens {request.max_tokens}")
     unsummarized = counting.result()
+    warning = summaries.warning(unsummarized, runtime.settings)
     left_out: dict[str, int] = {}
     if request.max_chars is not None:  # ... unless the caller can take only so much
-        fitted, left_out = _fit(chosen, startup, unsummarized, more, request.max_chars)
+        fitted, left_out = _fit(chosen, startup, unsummarized, more, request.max_chars, warning)
         dropped += _dropped(chosen, fitted, "max_chars", f"past max_chars {request.max_chars}")
         chosen = fitted
         more += left_out.get("unsummarized", 0)
@@ -227,11 +228,11 @@ def recall(runtime: Layers, entity: str, request: RecallRequest) -> Recall:
         for item in chosen:
             item.signals = None
     return Recall(
-        context=_format(chosen, unsummarized, more, left_out, request.max_chars, startup),
+        context=_format(chosen, unsummarized, more, left_out, request.max_chars, startup, warning),
         items=chosen,
         manifest=manifest,
         unsummarized=unsummarized,
-        warning=summaries.warning(unsummarized),
+        warning=warning,
         more_unsummarized=more,
         left_out=left_out,
         dropped=dropped if request.trace else None,
@@ -381,7 +382,7 @@ def _startup(runtime: Layers, entity: str, request: RecallRequest):
     def turn_items() -> list[Item]:
         # The newest turns past the cap, in reading order: the older ones are a tool away.
         ask = summaries.SinceSummaryQuery(limit=STARTUP_TURN_CAP, oldest_first=False)
-        found = summaries.turns_since_summary(db, entity, ask)
+        found = summaries.turns_since_summary(db, runtime.settings, entity, ask)
         page["more"] = max(found.unsummarized - len(found.turns), 0)
         return [_turn_item(turn, "unsummarized", 1.0) for turn in reversed(found.turns)]
 
@@ -733,6 +734,7 @@ def _format(
     left_out: dict[str, int] | None = None,
     max_chars: int | None = None,
     startup: bool = False,
+    warning: str | None = None,
 ) -> str:
     """One markdown block, grouped by layer, each item with where it came from; empty when
     there is nothing to recall (a hook then injects nothing)."""
@@ -745,7 +747,7 @@ def _format(
             continue
         lines += ["", f"## {title}"]
         lines += [_line(item) for item in group]
-    lines += _foot(unsummarized, more, left_out or {}, max_chars, startup)
+    lines += _foot(unsummarized, more, left_out or {}, max_chars, startup, warning)
     return "\n".join(lines)
 
 
@@ -758,7 +760,12 @@ def _line(item: Item) -> str:
 
 
 def _foot(
-    unsummarized: int, more: int, left_out: dict[str, int], max_chars: int | None, startup: bool
+    unsummarized: int,
+    more: int,
+    left_out: dict[str, int],
+    max_chars: int | None,
+    startup: bool,
+    warning: str | None,
 ) -> list[str]:
     """The count, what was not shown and how to get it, and the warning."""
     lines = ["", f"Unsummarized turns: {unsummarized}"]
@@ -770,14 +777,18 @@ def _foot(
             lines.append(f"({count} {LEFT_OUT.get(layer, 'items')} not shown: {tool})")
     if any(left_out.values()):
         lines.append(f"(cut to fit {max_chars:,} characters)")
-    warning = summaries.warning(unsummarized)
     if warning:
         lines.append(f"Warning: {warning}")
     return lines
 
 
 def _fit(
-    items: list[Item], startup: bool, unsummarized: int, more: int, max_chars: int
+    items: list[Item],
+    startup: bool,
+    unsummarized: int,
+    more: int,
+    max_chars: int,
+    warning: str | None,
 ) -> tuple[list[Item], dict[str, int]]:
     """The items whose formatted block fits in `max_chars`, and how many of each layer
     were left out. Items are taken in priority order while they fit: for startup,
@@ -788,7 +799,8 @@ def _fit(
     for item in items:
         totals[item.layer] = totals.get(item.layer, 0) + 1
     # The head and foot as long as they can get: every item left out, and told so.
-    worst = _foot(unsummarized, more + totals.get("unsummarized", 0), totals, max_chars, startup)
+    hidden = more + totals.get("unsummarized", 0)
+    worst = _foot(unsummarized, hidden, totals, max_chars, startup, warning)
     used = len("\n".join(_head() + worst))
     kept: set[int] = set()
     shown: set[str] = set()

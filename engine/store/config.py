@@ -197,6 +197,16 @@ class Settings(BaseSettings):
     graph_episode_idle_s: float = Field(
         600.0, gt=0, description="A session quiet this long closes its episode."
     )
+    summarize_after: int = Field(
+        100,
+        ge=0,
+        le=1_000_000,
+        description="Unsummarized turns past which an entity's oldest turns are summarized by"
+        " themselves (with an LLM; recall warns without one); 0: only when asked.",
+    )
+    summarize_check_s: float = Field(
+        60.0, gt=0, description="How often the unsummarized turns are counted, in seconds."
+    )
     graph_sweep_s: float = Field(
         1.0, gt=0, description="How often finished session windows are looked for."
     )

@@ -63,15 +63,18 @@ def search_summaries(
 
 
 @router.get("/summaries/stats", summary="Counts, and how many turns are unsummarized")
-def summary_stats(entity: CurrentEntity, db: DB) -> SummaryStats:
-    return summaries.stats(db, entity)
+def summary_stats(entity: CurrentEntity, db: DB, settings: AppSettings) -> SummaryStats:
+    return summaries.stats(db, settings, entity)
 
 
 @router.get("/turns/since-summary", summary="Turns no summary covers yet, paged")
 def turns_since_summary(
-    query: Annotated[SinceSummaryQuery, Query()], entity: CurrentEntity, db: DB
+    query: Annotated[SinceSummaryQuery, Query()],
+    entity: CurrentEntity,
+    db: DB,
+    settings: AppSettings,
 ) -> TurnsSinceSummary:
-    return summaries.turns_since_summary(db, entity, query)
+    return summaries.turns_since_summary(db, settings, entity, query)
 
 
 @router.get("/turns/since", summary="Turns since a moment, with the summaries made since")

@@ -89,7 +89,7 @@ def memory_page(
         view["all"] = crystals.list_all(root).crystals
     elif tab == "summaries":
         view["summaries"] = summaries.recent(db, entity, RecentQuery(limit=100)).summaries
-        view["stats"] = summaries.stats(db, entity)
+        view["stats"] = summaries.stats(db, settings, entity)
     elif tab == "inventory":
         view["items"] = inventory.list_items(db, entity, ItemQuery(limit=1000)).items
         view["categories"] = inventory.categories(db, entity).categories
