@@ -41,10 +41,9 @@ from engine.capture import entities
 from engine.capture import events as capture
 from engine.capture.events import EventIn
 from engine.graph.backend import Graph
-from engine.store.config import Settings
+from engine.store.config import Settings, settings_env
 from engine.store.db import Database
 from pps.process import ServerProcess
-from tests.conftest import settings_env
 
 ENTITY = "observatory"
 CHANNELS = ("terminal", "discord", "reflection", "texture-notes")

@@ -12,7 +12,6 @@ after a crash, the `pps` command, hooks run as Claude Code runs them) still star
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
 import socket
@@ -29,7 +28,7 @@ import uvicorn
 from typer.testing import CliRunner
 
 from engine.capture import entities
-from engine.store.config import Settings
+from engine.store.config import Settings, settings_env
 from engine.store.db import Database
 from tests.neo4j_server import Neo4jServer
 from tests.stub_llm import StubLLM
@@ -68,25 +67,6 @@ class Clock:
 # Most modules test layers that do not need the graph; the graph's own tests (and recall's)
 # start servers with it. Starting a FalkorDB per module would only cost time.
 NO_GRAPH = {"graph_backend": "none"}
-
-
-def settings_env(**fields: Any) -> dict[str, str]:
-    """Settings fields as the environment variables that set them (for child processes
-    and the `pps` command): `graph_backend` is GRAPH_BACKEND, `queue_lease_s` is
-    PPS_QUEUE_LEASE_S (engine/store/config.py names the ones without the prefix)."""
-    env = {}
-    for name, value in fields.items():
-        alias = Settings.model_fields[name].validation_alias
-        key = alias.choices[0] if alias is not None else f"PPS_{name.upper()}"
-        if value is None:
-            env[key] = ""
-        elif isinstance(value, bool):
-            env[key] = "true" if value else "false"
-        elif isinstance(value, list | dict):
-            env[key] = json.dumps(value)
-        else:
-            env[key] = str(value)
-    return env
 
 
 class AppServer:

@@ -6,8 +6,9 @@ Every setting is listed with a comment in `.env.example`. Command-line flags
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -298,3 +299,22 @@ class Settings(BaseSettings):
     @property
     def binds_loopback(self) -> bool:
         return is_loopback(self.host)
+
+
+def settings_env(**fields: Any) -> dict[str, str]:
+    """Settings fields as the environment variables that set them (for child processes,
+    the `pps` command and benches): `graph_backend` is GRAPH_BACKEND, `queue_lease_s` is
+    PPS_QUEUE_LEASE_S (engine/store/config.py names the ones without the prefix)."""
+    env = {}
+    for name, value in fields.items():
+        alias = Settings.model_fields[name].validation_alias
+        key = alias.choices[0] if alias is not None else f"PPS_{name.upper()}"
+        if value is None:
+            env[key] = ""
+        elif isinstance(value, bool):
+            env[key] = "true" if value else "false"
+        elif isinstance(value, list | dict):
+            env[key] = json.dumps(value)
+        else:
+            env[key] = str(value)
+    return env
