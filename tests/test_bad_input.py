@@ -265,7 +265,7 @@ def test_an_unknown_route_is_a_404_in_the_one_error_shape(client, method, path):
     [
         ("delete", "/v1/spaces", "GET, POST"),
         ("put", "/v1/events", "GET, POST"),
-        ("get", "/v1/anchors/x.md", "DELETE"),
+        ("post", "/v1/anchors/x.md", "GET, PUT, DELETE"),
         ("put", "/v1/inventory/item", "GET, DELETE"),
     ],
 )

@@ -43,6 +43,10 @@ _OPTIONAL_FILES = ("special_tokens_map.json",)
 _RETRY_AFTER_S = 60.0
 _SLICE_CHARS = 8_000  # ~2k tokens: one bulk model call
 _BUNDLED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's trained length (its tokenizer says 512)
+BULK_NICE = 10
+"""Bulk work's CPU priority: a query, at 0, takes a contended core about nine tenths of
+the time; bulk work still gets a tenth while other programs keep the machine busy (at 19
+it got next to nothing: a busy machine left turns without vectors)."""
 
 
 class Unavailable(RuntimeError):
@@ -53,8 +57,8 @@ class Embedder:
     """One loaded model, shared by every thread, in two sessions: one for queries
     (`embed_one`), one for bulk work (`embed`: files, turns, facts). A query never waits
     for bulk work, however long its backlog: each session runs one call at a time, and
-    bulk work runs on its own thread at the lowest CPU priority (on Linux), with the
-    model's worker threads it starts, so a query takes the cores it needs first. Bulk
+    bulk work runs on its own thread at a low CPU priority (`BULK_NICE`, on Linux), with
+    the model's worker threads it starts, so a query takes the cores it needs first. Bulk
     work runs in slices of at most `_SLICE_CHARS` characters, so its memory stays
     bounded whatever it is given."""
 
@@ -65,7 +69,7 @@ class Embedder:
         self.model = model
         self._reads = reads
         self._bulk_thread = ThreadPoolExecutor(
-            1, thread_name_prefix="pps-embed-bulk", initializer=_lowest_priority
+            1, thread_name_prefix="pps-embed-bulk", initializer=_low_priority
         )
         self._bulk = self._bulk_thread.submit(bulk).result()
         self._query = query
@@ -105,12 +109,12 @@ class Embedder:
         return len(text) if len(encoding) <= tokens else encoding.offsets[tokens - 1][1]
 
 
-def _lowest_priority() -> None:
-    """Lower the calling thread's CPU priority to the least (nice 19). On Linux a
-    priority belongs to a thread, and threads it starts inherit it; elsewhere it would
-    be the whole process's, so it is left alone there."""
+def _low_priority() -> None:
+    """Lower the calling thread's CPU priority to `BULK_NICE`. On Linux a priority
+    belongs to a thread, and threads it starts inherit it; elsewhere it would be the
+    whole process's, so it is left alone there."""
     if sys.platform == "linux":
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BULK_NICE)
 
 
 def _run(engine, batch: list[str]) -> list:
@@ -142,7 +146,7 @@ def _unit(rows: list) -> np.ndarray:
 
 _loaded: dict[str, Embedder] = {}
 _failed: dict[str, tuple[float, str]] = {}
-_load_lock = threading.Lock()
+_load_locks: dict[str, threading.Lock] = {}  # one per model: a slow load holds up no other
 _default: Settings | None = None
 
 
@@ -152,7 +156,7 @@ def get(settings: Settings) -> Embedder:
     embedder = _loaded.get(name)
     if embedder is not None:
         return embedder
-    with _load_lock:
+    with _load_locks.setdefault(name, threading.Lock()):
         if name in _loaded:
             return _loaded[name]
         failed = _failed.get(name)
