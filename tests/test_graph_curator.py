@@ -234,6 +234,8 @@ def test_grouping_by_name_and_by_meaning():
         node("6", "Boulder", vector=[0.6, 0.8]),  # cosine 0.6
         node("7", "Lyra garden", vector=[0.0, 1.0]),
         node("8", "Lyra's garden", vector=[0.05, 1.0]),  # cosine 0.999
+        node("9", "Room 101", vector=[1.0, 1.0]),
+        node("10", "Room 102", vector=[1.0, 1.0]),  # the same vector, another number
     ]
     groups = curator.group(nodes, 0.95)
     assert [(g.keep.uuid, [n.uuid for n in g.merge]) for g in groups] == [

@@ -11,6 +11,8 @@ MiniLM, "the Blue Robe"/"blue robe" are at 0.963, "Lyra's garden"/"Lyra garden" 
 and "New York City"/"New York" 0.948, "Dr. Smith"/"Doctor Smith" 0.944,
 "Monday"/"Tuesday" 0.872, "Jeff"/"Jeffrey" 0.771, "Denver"/"Boulder" 0.561: 0.95 merges
 spellings of one name and leaves related names apart (docs/layers.md has the table).
+Names whose numbers differ are never the same by their embeddings ("Room 101"/"Room 102"
+are at 0.909, "Ada Stone 13"/"Ada Stone 14" above 0.95).
 
 Groups are closed over both rules (A like B, B like C: one group). The node kept is the
 one with the most facts, then the oldest, then the smallest uuid; the others are merged
@@ -122,8 +124,10 @@ def group(nodes: list[dict], similarity: float, embedder=None) -> list[Duplicate
         else:
             by_name[key] = i
     if 0 < similarity <= 1 and len(nodes) > 1:
+        numbers = [re.findall(r"\d+", n["name"]) for n in nodes]
         for i, j in _close_pairs(nodes, similarity, embedder):
-            join(i, j)
+            if numbers[i] == numbers[j]:  # "Room 101" and "Room 102" are two rooms
+                join(i, j)
     members: dict[int, list[int]] = {}
     for i in range(len(nodes)):
         members.setdefault(root(i), []).append(i)
