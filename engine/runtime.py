@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 
 from engine.crystal import summarize
-from engine.graph import episodes, texture
+from engine.graph import curator, episodes, texture
 from engine.search import embeddings, turns, watch
 from engine.search.index import FILE_EMBED_JOB, Index, file_embed_handler
 from engine.store import queue
@@ -44,6 +44,9 @@ class Runtime:
                 texture.handler(self.graph, db, settings),
                 concurrency=settings.graph_concurrency,
             )
+        # The graph curator on a schedule (PPS_GRAPH_CURATE_S; off by default: see
+        # engine.graph.curator and docs/layers.md).
+        self.curator = curator.scheduler(self.graph, db, settings)
 
         # Layer 4: summaries written by themselves past a threshold, with an LLM.
         self.workers.add(summarize.JOB_KIND, summarize.handler(db, settings))
@@ -60,8 +63,12 @@ class Runtime:
         self.workers.start()
         self.keeper.start()
         self.summarizer.start()
+        if self.curator is not None:
+            self.curator.start()
 
     def stop(self) -> None:
+        if self.curator is not None:
+            self.curator.stop()
         self.summarizer.stop()
         self.keeper.stop()
         self.workers.stop()

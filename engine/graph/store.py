@@ -392,8 +392,9 @@ class GraphStore:
         )
 
     async def _entity_named(self, graph, entity: str, name: str) -> EntityNode | None:
-        """The entity node of that name, or else one whose name differs only in case;
-        never a merely similar one (asked for "Flagstaff Arizona", "Flagstaff" is not it)."""
+        """The entity node of that name, or else one whose name differs only in case, or
+        else the one a node of that name was merged into; never a merely similar one
+        (asked for "Flagstaff Arizona", "Flagstaff" is not it)."""
         found = await EntityNode.get_by_names(graph.driver, [name], [entity])
         if not found:
             records, *_ = await graph.driver.execute_query(
@@ -402,6 +403,14 @@ class GraphStore:
                 g=entity,
                 name=name,
             )
+            if not records:  # a name merged into another node (engine.graph.curator)
+                records, *_ = await graph.driver.execute_query(
+                    "MATCH (n:Entity) WHERE n.group_id = $g AND any(a IN"
+                    " coalesce(n.pps_merged, []) WHERE toLower(a) = toLower($name))"
+                    " RETURN n.uuid AS uuid ORDER BY n.name, n.uuid LIMIT 1",
+                    g=entity,
+                    name=name,
+                )
             uuids = [r["uuid"] for r in records]
             found = await EntityNode.get_by_uuids(graph.driver, uuids) if uuids else []
         found = [n for n in found if n.group_id == entity]
@@ -509,6 +518,101 @@ class GraphStore:
             )
         )
         return {r["uuid"]: list(r["episodes"] or []) for r in records}
+
+    # --- curating (engine.graph.curator) ---
+
+    def entity_nodes(self, entity: str) -> list[dict]:
+        """Every entity node of this entity's graph: uuid, name, created_at (text), its
+        facts (edge ends on it) and its name's embedding (None where it has none)."""
+        graph = self._graph(entity)
+        return self._call(self._entity_nodes(graph, entity), timeout=None)
+
+    async def _entity_nodes(self, graph, entity) -> list[dict]:
+        records, *_ = await graph.driver.execute_query(
+            "MATCH (n:Entity) WHERE n.group_id = $g RETURN n.uuid AS uuid, n.name AS name,"
+            " n.created_at AS created_at, n.name_embedding AS vector",
+            g=entity,
+        )
+        facts: dict[str, int] = {}
+        for pattern in (
+            "(n:Entity)-[e:RELATES_TO]->(:Entity)",
+            "(:Entity)-[e:RELATES_TO]->(n:Entity)",
+        ):
+            counted, *_ = await graph.driver.execute_query(
+                f"MATCH {pattern} WHERE n.group_id = $g AND e.group_id = $g"
+                " RETURN n.uuid AS uuid, count(e) AS facts",
+                g=entity,
+            )
+            for r in counted:  # a fact from a node to itself counts twice
+                facts[r["uuid"]] = facts.get(r["uuid"], 0) + int(r["facts"])
+        return [
+            {
+                "uuid": r["uuid"],
+                "name": r["name"] or "",
+                "created_at": _any_stamp(r["created_at"]),
+                "facts": facts.get(r["uuid"], 0),
+                "vector": list(r["vector"]) if r["vector"] else None,
+            }
+            for r in records
+        ]
+
+    def merge_nodes(self, entity: str, keep: str, others: list[str]) -> int:
+        """Merge the `others` entity nodes into `keep`, all of this entity's graph: every
+        fact (RELATES_TO) re-pointed to `keep` with all its properties (uuid, episodes,
+        valid_at/invalid_at, embedding), episodes' MENTIONS and communities' HAS_MEMBER
+        moved too; `keep` records the merged names (`pps_merged`, which explore also
+        answers to) and takes a summary where it has none; a merged node is deleted
+        once nothing points at it. Each move is one query (the copy and the delete
+        together), so a merge stopped midway loses nothing and the next one finishes
+        it. Returns the facts moved."""
+        graph = self._graph(entity)
+        return self._call(self._merge_nodes(graph, entity, keep, others), timeout=None)
+
+    async def _merge_nodes(self, graph, entity, keep, others) -> int:
+        driver, moved = graph.driver, 0
+        ends = "MATCH (k:Entity {uuid: $keep}) WHERE k.group_id = $g"
+        moves = (
+            # A fact from the merged node: from `keep` now (to itself where it was a loop).
+            "MATCH (d:Entity {uuid: $other})-[e:RELATES_TO]->(m:Entity)"
+            f" WHERE d.group_id = $g AND e.group_id = $g {ends}"
+            " CREATE (k)-[c:RELATES_TO]->(m) SET c = properties(e) DELETE e RETURN count(c) AS n",
+            "MATCH (m:Entity)-[e:RELATES_TO]->(d:Entity {uuid: $other})"
+            f" WHERE d.group_id = $g AND e.group_id = $g {ends}"
+            " CREATE (m)-[c:RELATES_TO]->(k) SET c = properties(e) DELETE e RETURN count(c) AS n",
+            "MATCH (x:Episodic)-[e:MENTIONS]->(d:Entity {uuid: $other}) WHERE d.group_id = $g"
+            f" {ends} MERGE (x)-[c:MENTIONS]->(k) ON CREATE SET c = properties(e)"
+            " DELETE e RETURN 0 AS n",
+            "MATCH (x:Community)-[e:HAS_MEMBER]->(d:Entity {uuid: $other}) WHERE d.group_id = $g"
+            f" {ends} MERGE (x)-[c:HAS_MEMBER]->(k) ON CREATE SET c = properties(e)"
+            " DELETE e RETURN 0 AS n",
+        )
+        async with self._entity_lock(entity):
+            for other in others:
+                if other == keep:
+                    continue
+                for query in moves:
+                    records, *_ = await driver.execute_query(
+                        query, other=other, keep=keep, g=entity
+                    )
+                    moved += sum(int(r["n"]) for r in records)
+                await driver.execute_query(
+                    "MATCH (d:Entity {uuid: $other}) WHERE d.group_id = $g"
+                    f" {ends} SET k.pps_merged = coalesce(k.pps_merged, []) + [d.name]"
+                    " + coalesce(d.pps_merged, []),"
+                    " k.summary = CASE WHEN coalesce(k.summary, '') = '' THEN d.summary"
+                    " ELSE k.summary END",
+                    other=other,
+                    keep=keep,
+                    g=entity,
+                )
+                await driver.execute_query(
+                    "MATCH (d:Entity {uuid: $other}) WHERE d.group_id = $g"
+                    " OPTIONAL MATCH (d)-[r]-() WITH d, count(r) AS left WHERE left = 0"
+                    " DELETE d",
+                    other=other,
+                    g=entity,
+                )
+        return moved
 
     def ping(self) -> None:
         """Raise GraphUnavailable unless the graph server answers."""

@@ -221,6 +221,19 @@ class Settings(BaseSettings):
     graph_daily_tokens: int = Field(
         0, ge=0, description="LLM tokens per entity per UTC day; 0: no limit."
     )
+    graph_duplicate_similarity: float = Field(
+        0.95,
+        ge=0,
+        le=1,
+        description="Cosine of two entity names' embeddings at or above which the graph"
+        " curator takes them for one thing (besides equal normalized names); 0: names only.",
+    )
+    graph_curate_s: float = Field(
+        0.0,
+        ge=0,
+        description="Merge every entity's duplicate graph nodes this often, in seconds;"
+        " 0 (default): only when asked (`pps graph merge`).",
+    )
     graph_replay_on_empty: bool = Field(
         False, description="At start, replay the log into an empty graph (else only report it)."
     )

@@ -29,6 +29,7 @@ COMMANDS = {
     "queue": ("pps.cli.queue", "app"),
     "audit": ("pps.cli.audit", "app"),
     "replay": ("pps.cli.rebuild", "replay_app"),
+    "graph": ("pps.cli.graph", "app"),
     "hooks": ("pps.cli.hooks", "app"),
     "ingest": ("pps.cli.ingest", "app"),
     "import": ("pps.cli.imports", "app"),

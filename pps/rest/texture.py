@@ -6,7 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from engine.graph import texture
+from engine.graph import curator, texture
+from engine.graph.curator import Duplicates, Merged, MergeRequest
 from engine.graph.texture import (
     Accepted,
     Deleted,
@@ -84,3 +85,23 @@ def delete(uuid: str, entity: CurrentEntity, db: DB, graph: Graph) -> Deleted:
 @router.get("/stats", summary="Ingestion: episodes, jobs, graph counts, today's LLM usage")
 def stats(entity: CurrentEntity, db: DB, settings: AppSettings, graph: Graph) -> Stats:
     return texture.stats(graph, db, settings, entity)
+
+
+@router.get(
+    "/duplicates",
+    summary="Entity nodes that are the same thing (read-only report)",
+    responses=problems(404, 503),
+)
+def duplicates(entity: CurrentEntity, settings: AppSettings, graph: Graph) -> Duplicates:
+    return curator.duplicates(graph, settings, entity)
+
+
+@router.post(
+    "/duplicates/merge",
+    summary="Merge the duplicate entity nodes (a dry run unless dry_run is false)",
+    responses=problems(404, 503),
+)
+def merge_duplicates(
+    body: MergeRequest, entity: CurrentEntity, settings: AppSettings, graph: Graph
+) -> Merged:
+    return curator.merge_duplicates(graph, settings, entity, dry_run=body.dry_run)
