@@ -853,9 +853,7 @@ def _node(node: EntityNode) -> Node:
 def _stamp(moment: datetime | None) -> str | None:
     if moment is None:
         return None
-    if moment.tzinfo is None:
-        return moment.strftime(timestamps.FORMAT)
-    return timestamps.normalise(moment.isoformat())
+    return timestamps.from_datetime(moment)
 
 
 def _when(edge: EntityEdge) -> str | None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Path
 
 from engine.search import anchors
 from engine.search.anchors import Anchor, AnchorIn, Anchors, AnchorSearch, Deleted, Resynced
@@ -22,8 +24,12 @@ def list_anchors(entity: CurrentEntity, index: SearchIndex) -> Anchors:
     return anchors.list_all(index, entity)
 
 
+# A word-photo's file name, as anchor_list gives it: no separator, no NUL, not '.' or '..'.
+FileName = Annotated[str, Path(json_schema_extra={"pattern": r"^(?!\.\.?$)[^/\\\x00]+$"})]
+
+
 @router.delete("/{name}", summary="Delete a word-photo by its file name")
-def delete(name: str, entity: CurrentEntity, index: SearchIndex) -> Deleted:
+def delete(name: FileName, entity: CurrentEntity, index: SearchIndex) -> Deleted:
     return anchors.delete(index, entity, name)
 
 
