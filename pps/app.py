@@ -30,6 +30,7 @@ from engine.store.errors import (
     from_validation,
 )
 from engine.store.lock import SERVE, DataDirLock
+from engine.store.requests import INT64_MAX
 from mcp_bridge.mount import mount as mcp_mount
 from pps.rest import (
     anchors,
@@ -111,7 +112,38 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
         app.include_router(router)
     web_mount(app)  # the web face, /ui (docs/ui.md)
     serving_mcp = mcp_mount(app, settings.host)
+    _complete_description(app, settings)
     return app
+
+
+def _complete_description(app: FastAPI, settings: Settings) -> None:
+    """What FastAPI's OpenAPI description does not say by itself, added once, when it is
+    first made: the body of POST /v1/events (up to the settings' batch), and bounds as
+    the whole numbers they are (FastAPI writes them as floats: 2**63 - 1 would read 2**63)."""
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            described = FastAPI.openapi(app)
+            events.describe_body(described, settings.max_batch)
+            _exact_bounds(described)
+        return app.openapi_schema
+
+    app.openapi = openapi
+
+
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _exact_bounds(node) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _exact_bounds(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key in _BOUNDS and isinstance(value, float) and value.is_integer():
+                node[key] = INT64_MAX if value == float(INT64_MAX) else int(value)
+            else:
+                _exact_bounds(value)
 
 
 def _add_error_handlers(app: FastAPI) -> None:

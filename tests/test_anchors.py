@@ -114,3 +114,11 @@ def test_bad_anchor_input_is_named(client, body, field):
 def test_delete_refuses_paths(client):
     for name in ("../secret.md", "..", "sub%2Fx.md"):
         assert client.delete(f"/v1/anchors/{name}").status_code in (404, 422)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\x1c", "\ufeff"])
+def test_a_blank_search_is_a_422_naming_the_query(client, query):
+    """Was a 500 for blanks Python strips (the search it makes refused the query)."""
+    response = client.post("/v1/anchors/search", json={"query": query})
+    assert response.status_code == 422, response.text
+    assert [p["field"] for p in response.json()["problems"]] == ["query"]

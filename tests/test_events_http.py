@@ -132,12 +132,19 @@ def test_filters(client):
     assert window == ["e005", "e004", "e003"]
 
 
-def test_cursor_from_other_order_is_refused(client):
+def test_a_cursor_is_a_place_the_other_order_goes_back_from(client):
+    """A cursor is the place of the page's last event (its time and id, in the format the
+    OpenAPI description gives): `order` says which way the next page goes from there."""
     _seed(client, 5)
-    cursor = client.get("/v1/events", params={"limit": 2}).json()["next_cursor"]
-    response = client.get("/v1/events", params={"cursor": cursor, "order": "oldest"})
-    assert response.status_code == 422
-    assert response.json()["problems"][0]["field"] == "cursor"
+    page = client.get("/v1/events", params={"limit": 2}).json()
+    assert [e["event_uid"] for e in page["events"]] == ["e004", "e003"]
+    last = page["events"][-1]
+    assert page["next_cursor"] == f"{last['created_at']}_{last['id']}"
+    back = client.get("/v1/events", params={"cursor": page["next_cursor"], "order": "oldest"})
+    assert back.status_code == 200, back.text
+    assert [e["event_uid"] for e in back.json()["events"]] == ["e004"]
+    bad = client.get("/v1/events", params={"cursor": "2026-01-04T12:03:00Z_3"})
+    assert bad.status_code == 422 and bad.json()["problems"][0]["field"] == "cursor"
 
 
 def test_search_ranks_and_snippets(client):

@@ -132,16 +132,29 @@ def test_using_a_home_does_not_touch_it(server, client):
     assert os.stat(home(server, client)).st_ctime_ns == before
 
 
-def test_a_name_too_long_for_the_file_system_is_a_4xx_naming_it(server, client):
+def test_a_name_too_long_for_the_file_system_is_a_404_naming_it(server, client):
+    """No file can have such a name, so none is there: a 404, as for any name that is
+    not (the path is one the OpenAPI description allows; the limit is the file system's)."""
     (home(server, client) / "word_photos").mkdir(parents=True)
     long = "x" * 300 + ".md"
     read = client.get("/v1/files", params={"path": long})
-    assert read.status_code == 422, read.text
+    assert read.status_code == 404, read.text
     assert read.json()["problems"][0]["field"] == "path"
     assert "too long" in read.json()["problems"][0]["problem"]
     gone = client.delete(f"/v1/anchors/{long}")
-    assert gone.status_code == 422, gone.text
-    assert gone.json()["problems"][0]["field"] == "name"
+    assert gone.status_code == 404, gone.text
+    assert long in gone.json()["problems"][0]["problem"]
+
+
+def test_only_a_letter_a_to_z_and_a_colon_is_a_drive(server, client):
+    """`C:` starts a Windows path, refused as absolute; `é:` or `日:` starts a file name."""
+    (home(server, client) / "é:notes.md").parent.mkdir(parents=True, exist_ok=True)
+    (home(server, client) / "é:notes.md").write_text("a name with a colon\n")
+    read = client.get("/v1/files", params={"path": "é:notes.md"})
+    assert read.status_code == 200, read.text
+    assert read.json()["text"] == "a name with a colon"
+    drive = client.get("/v1/files", params={"path": "C:notes.md"})
+    assert drive.status_code == 422 and "absolute" in drive.json()["problems"][0]["problem"]
 
 
 def test_a_symlink_loop_in_a_home_is_refused_where_named_and_skipped_elsewhere(server, client):

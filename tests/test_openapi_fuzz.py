@@ -1,8 +1,10 @@
 """The OpenAPI description against the real app: schemathesis generates requests from it
 (valid ones and invalid ones) and sends them over HTTP to `pps.app.create_app` served by
-uvicorn, with an entity's token (the operator's on operator routes); every default check
-must pass. A client reading `/openapi.json` then knows every status a route answers and
-every body's shape, and no request, however odd, gets a 500.
+uvicorn, with an entity's token (the operator's on operator routes) where the case sends
+one; every default check must pass. A client reading `/openapi.json` then knows every
+status a route answers, every body's shape and what a request may hold, and no request,
+however odd, gets a 500. Below, the patterns the description gives are checked against
+what the service takes, value by value.
 
 Bounded to stay quick: a fixed seed, derandomized, a few dozen cases per operation.
 """
@@ -12,49 +14,35 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import jsonschema_rs
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
-from schemathesis import GenerationMode
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from schemathesis.core.parameters import ParameterLocation
 from schemathesis.specs.openapi.checks import allow_header_conformance, positive_data_acceptance
 
 from engine.capture import entities
+from engine.capture.words import keywords, word_pattern
+from engine.search.fragments import CATEGORY_INPUT, CATEGORY_PATTERN
+from engine.search.hybrid import TAG_PATTERN, TIERS_PATTERN, SearchRequest, normalise_tags
+from engine.store import timestamps
 from engine.store.config import Settings
+from engine.store.requests import NOT_BLANK, is_blank
 from pps.app import create_app
 from tests.conftest import AppServer
 
 EXAMPLES = 40
 
-# Operations that refuse some values their schema allows, on purpose, with a 422 naming
-# the field: a JSON Schema cannot say "a cursor this service gave out", "an event id
-# that exists", "a space you added", "a query with a searchable word" or "a timestamp"
-# (ISO-8601 or epoch seconds, as text). Only the check that schema-valid data is
-# accepted is skipped there; every other check runs.
+# Operations that refuse, on purpose and with a 422 naming the field, some requests their
+# description allows, because no JSON Schema can say what they need. Only the check that
+# schema-valid data is accepted is skipped there; every other check runs. Everything else
+# the service refuses, the description says (patterns for timestamps, text that must not
+# be blank or must hold a word, names, paths, cursors), and what a request may name that
+# is not stored is a 404 or a 409, which that check counts as an answer.
 REFUSES_VALID = {
-    ("POST", "/v1/events"),  # the body: an event object or a list (the schema says Any)
-    ("GET", "/v1/events"),  # cursor
-    ("GET", "/v1/events/search"),  # since/until timestamps; q without a searchable word
-    ("GET", "/v1/turns/around"),  # timestamp
-    ("POST", "/v1/summaries"),  # start_id/end_id of events that exist
-    ("GET", "/v1/summaries/search"),  # query without a searchable word
-    ("GET", "/v1/turns/since"),  # timestamp
-    ("GET", "/v1/turns/since-summary"),  # cursor
-    ("POST", "/v1/inventory"),  # space: one that was added
-    ("POST", "/v1/spaces"),  # name: no '/', it is part of the space's URL
-    ("PATCH", "/v1/spaces/{name}"),  # channel and description rules
-    ("GET", "/v1/texture/timeline"),  # since/until timestamps
-    ("POST", "/v1/texture"),  # created_at timestamp
-    ("POST", "/v1/texture/triplets"),  # created_at timestamp
-    ("POST", "/v1/texture/search"),  # since/until timestamps
-    ("POST", "/v1/search"),  # since/until timestamps
-    ("POST", "/v1/anchors"),  # a title and content that are not only spaces
-    ("POST", "/v1/fragments"),  # text that is not only spaces
-    ("POST", "/v1/recall"),  # the moment: "startup", or text with words
-    ("GET", "/v1/inventory/item"),  # a name in two categories needs the category
-    ("DELETE", "/v1/inventory/item"),  # the same
-    ("GET", "/v1/files"),  # a path the file system can hold (name and path length)
-    ("POST", "/v1/audit/judgments"),  # log_id: a 64-bit id (the schema's maximum is a float)
+    ("POST", "/v1/summaries"),  # start_id after end_id: a relation between two fields
+    ("POST", "/v1/search"),  # until before since: the same
 }
 
 # The description the app serves; building the app opens nothing (its lifespan does), so
@@ -89,18 +77,12 @@ def test_every_answer_is_documented(case, fuzzed):
         # `Allow` on /v1/texture/search lists DELETE, rightly: DELETE /v1/texture/{uuid}
         # serves that path too (uuid "search"). The check reads only this path's entry.
         excluded.append(allow_header_conformance)
-    headers = {"Authorization": f"Bearer {token}"}
-    if _headers_made_invalid(case):
-        headers = None  # the case's own, invalid Authorization is the point: a 401 is due
-    case.call_and_validate(base_url=fuzzed.url, headers=headers, excluded_checks=excluded)
-
-
-def _headers_made_invalid(case) -> bool:
-    """Whether schemathesis made this case's headers invalid on purpose (the security
-    scheme's Authorization among them): sending a valid token instead would make a
-    request it counts as invalid succeed."""
-    header = case.meta.components.get(ParameterLocation.HEADER) if case.meta else None
-    return header is not None and header.mode == GenerationMode.NEGATIVE
+    # The real token for the one the case sends; a case whose headers are the invalid part
+    # (the token left out, or not a bearer token) goes as generated, to be refused.
+    generated = case.headers or {}
+    if "Authorization" in generated and not case.meta.is_negative_at(ParameterLocation.HEADER):
+        generated = {"Authorization": f"Bearer {token}"}
+    case.call_and_validate(base_url=fuzzed.url, headers=generated, excluded_checks=excluded)
 
 
 def _shadowed(path: str) -> bool:
@@ -111,3 +93,84 @@ def _shadowed(path: str) -> bool:
             if re.fullmatch(pattern, path):
                 return True
     return False
+
+
+# --- the description's patterns mean what the service does ------------------------------
+# A pattern in the description is read by JSON Schema's rules (ECMA-262, as schemathesis's
+# validator reads it); the service checks the same text its own way. They must agree on
+# every value, or a client (and the run above) meets a refusal the description allows.
+
+_EVERY_CHARACTER = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+
+
+def _matches(pattern: str):
+    return jsonschema_rs.Draft202012Validator({"pattern": pattern}).is_valid
+
+
+def test_blank_is_the_same_to_json_schema_and_to_the_service():
+    not_blank = _matches(NOT_BLANK)
+    assert [c for c in _EVERY_CHARACTER if not_blank(c) == is_blank(c)] == []
+    for text in ("", " \n\ufeff", "\u3000x\n", "\n\n", "x\n"):
+        assert not_blank(text) != is_blank(text), repr(text)
+
+
+def test_a_searchable_word_is_the_same_to_json_schema_and_to_the_service():
+    """What the description calls text with a word is what `keywords` finds a word in."""
+    has_word = _matches(word_pattern())
+    assert [c for c in _EVERY_CHARACTER if has_word(c) != bool(keywords(c))] == []
+    for text in ("!?", "\u00bf\U0002e36b\x97", " -- x", "\n"):
+        assert has_word(text) == bool(keywords(text)), repr(text)
+    assert keywords("the") == ["the"]  # a stopword alone is still searched for
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(st.from_regex(timestamps.PATTERN, fullmatch=True))
+def test_every_timestamp_the_description_allows_is_taken(text):
+    assert _matches(timestamps.PATTERN)(text)
+    stored = timestamps.normalise(text)
+    assert timestamps.FIRST <= stored <= timestamps.LAST and len(stored) == 27
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(st.text(alphabet="0123456789-:.TZ+ tx\n", max_size=32))
+def test_a_timestamp_is_taken_just_when_the_description_allows_it(text):
+    try:
+        timestamps.normalise(text)
+        taken = True
+    except ValueError:
+        taken = False
+    assert taken == _matches(timestamps.PATTERN)(text)
+
+
+_TEXT = st.text(
+    alphabet=st.sampled_from(list("aAlLsShortfmngdiK\u212a_- ,\t\n\u3000\ufeff\u0130x"))
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.one_of(_TEXT, st.lists(st.sampled_from(["all", "Domain", " longform", ""])).map(",".join))
+)
+def test_tiers_are_taken_just_when_the_description_allows_them(tiers):
+    assert _takes(lambda: SearchRequest(query="x", tiers=tiers)) == _matches(TIERS_PATTERN)(tiers)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.one_of(_TEXT, st.text(alphabet="ab ,", max_size=70)))
+def test_a_tag_is_taken_just_when_the_description_allows_it(tag):
+    assert _takes(lambda: normalise_tags([tag])) == _matches(TAG_PATTERN)(tag)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.one_of(_TEXT, st.text(alphabet="aZ9_- ", max_size=70)))
+def test_a_category_is_taken_just_when_the_description_allows_it(category):
+    taken = bool(re.fullmatch(CATEGORY_PATTERN, category.strip().lower()))  # what store() checks
+    assert taken == _matches(CATEGORY_INPUT)(category)
+
+
+def _takes(make) -> bool:
+    try:
+        make()
+    except ValueError:  # pydantic's ValidationError is one
+        return False
+    return True

@@ -153,6 +153,10 @@ def test_ranking_rules_identifiers_kind_weights_superseded_and_duplicates(server
         ({"query": "x", "until": "2026-02-30"}, "until"),
         ({"query": "x", "since": "2026-03-01", "until": "2026-02-01"}, "until"),
         ({"query": "x", "date": "2026-03-01", "since": "2026-02-01"}, "date"),
+        ({"query": "x", "date": "20260301"}, "date"),  # one form of a day: YYYY-MM-DD
+        ({"query": "x", "since": " 2026-03-01"}, "since"),
+        ({"query": "\ufeff"}, "query"),
+        ({"query": "x", "tiers": "shortform,\tlongform"}, "tiers"),  # spaces only
         ({"query": "x", "tiers": "shortform,everything"}, "tiers"),
         ({"query": "x", "tiers": ""}, "tiers"),
         ({"query": "x", "tags_mode": "some"}, "tags_mode"),

@@ -272,6 +272,9 @@ def test_members_use_the_same_tools_over_rest(server, make_client, store):
     )
     bad = bob.post(f"/v1/shared/{team}/search", json={"query": "x", "entity": alice.entity})
     assert bad.status_code == 422
+    for blank in ("", " \x1c"):  # was a 500: the search it makes could not take the query
+        nothing = bob.post(f"/v1/shared/{team}/search", json={"query": blank})
+        assert nothing.status_code == 422 and nothing.json()["problems"][0]["field"] == "query"
     empty = alice.post(f"/v1/shared/{team}/forget", json={})
     assert empty.status_code == 422 and "refused" in empty.text
     dry = alice.post(f"/v1/shared/{team}/forget", json={"ids": [memory_id]}).json()

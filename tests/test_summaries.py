@@ -106,8 +106,6 @@ def test_bad_summaries_are_refused_and_store_nothing(make_client):
     cases = [
         ({"summary_text": "", "start_id": ids[0], "end_id": ids[1]}, "summary_text"),
         ({"summary_text": "x", "start_id": ids[2], "end_id": ids[0]}, "body"),
-        ({"summary_text": "x", "start_id": ids[0], "end_id": foreign[0]}, "end_id"),  # not ours
-        ({"summary_text": "x", "start_id": ids[0], "end_id": 10**9}, "end_id"),
         (
             {"summary_text": "x", "start_id": ids[0], "end_id": ids[1], "channels": ["NO!"]},
             "channels[0]",
@@ -118,6 +116,13 @@ def test_bad_summaries_are_refused_and_store_nothing(make_client):
         response = client.post("/v1/summaries", json=body)
         assert response.status_code == 422, (body, response.text)
         assert field in [p["field"] for p in response.json()["problems"]], response.text
+    assert client.get("/v1/summaries/stats").json()["summaries"] == 0
+    # Ends that are not this entity's events: not there, as far as it can tell (404).
+    for end in (foreign[0], 10**9):
+        body = {"summary_text": "x", "start_id": ids[0], "end_id": end}
+        response = client.post("/v1/summaries", json=body)
+        assert response.status_code == 404, (body, response.text)
+        assert [p["field"] for p in response.json()["problems"]] == ["end_id"]
     assert client.get("/v1/summaries/stats").json()["summaries"] == 0
     bad_time = client.get("/v1/turns/since", params={"timestamp": "someday"})
     assert bad_time.status_code == 422 and bad_time.json()["problems"][0]["field"] == "timestamp"

@@ -13,18 +13,16 @@ so an event and what it owes the other layers commit together or not at all.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
 import sqlite3
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     Field,
     TypeAdapter,
     ValidationError,
@@ -32,15 +30,12 @@ from pydantic import (
 )
 
 from engine.capture.patterns import CHANNEL_PATTERN, EVENT_TYPE_PATTERN, EVENT_UID_PATTERN
-from engine.capture.words import any_of, keywords
+from engine.capture.words import any_of, keywords, searchable
 from engine.store import timestamps
 from engine.store.db import Database
 from engine.store.errors import FieldProblem, InputError, NotFound, from_validation
-from engine.store.requests import Request
-
-Moment = Annotated[str | int | float, BeforeValidator(timestamps.normalise)]
-"""A timestamp as clients send it, stored normalised (see engine.store.timestamps). Checked
-before any coercion, so `false` is refused rather than read as 0 (1970)."""
+from engine.store.requests import INT64_MAX, NON_BLANK, Request, is_blank, up_to
+from engine.store.timestamps import Moment, MomentText
 
 _CHANNEL_HELP = (
     "channel must be 1-64 characters of a-z, 0-9, '_', '.', ':' and '-', "
@@ -56,11 +51,14 @@ class EventIn(Request):
         pattern=EVENT_UID_PATTERN,
         description="Stable id from the client; re-sending it stores nothing new.",
     )
-    channel: str = Field(description="Where it happened: terminal, discord, reflection, ...")
+    channel: str = Field(
+        description="Where it happened: terminal, discord, reflection, ...",
+        json_schema_extra={"pattern": CHANNEL_PATTERN},
+    )
     event_type: str = Field("message", pattern=EVENT_TYPE_PATTERN)
     author: str | None = Field(None, max_length=256)
     role: str | None = Field(None, max_length=64)
-    content: str
+    content: str = Field(json_schema_extra=NON_BLANK)
     metadata: dict[str, Any] = Field(default_factory=dict)
     session_id: str | None = Field(None, max_length=256)
     created_at: Moment | None = Field(
@@ -77,7 +75,7 @@ class EventIn(Request):
     @field_validator("content")
     @classmethod
     def _content(cls, value: str) -> str:
-        if not value.strip():
+        if is_blank(value):
             raise ValueError("content must not be empty")
         return value
 
@@ -120,8 +118,8 @@ class EventFilter(Request):
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
     event_type: str | None = Field(None, pattern=EVENT_TYPE_PATTERN)
     session_id: str | None = Field(None, max_length=256)
-    since: Moment | None = Field(None, description="Inclusive; ISO-8601 or epoch seconds.")
-    until: Moment | None = Field(None, description="Inclusive; ISO-8601 or epoch seconds.")
+    since: MomentText | None = Field(None, description="Inclusive; ISO-8601 or epoch seconds.")
+    until: MomentText | None = Field(None, description="Inclusive; ISO-8601 or epoch seconds.")
 
     def where(self, entity: str, alias: str = "") -> tuple[str, list[Any]]:
         """The SQL condition for this filter (columns prefixed with `alias`)."""
@@ -140,20 +138,36 @@ class EventFilter(Request):
         return " AND ".join(clauses), params
 
 
+CURSOR_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z_"
+    f"{up_to(INT64_MAX)}$"
+)
+"""A place in the events' order: an event's `created_at` and id (`2026-01-04T12:30:00.000000Z_42`).
+A page starts after it, in the page's order: `next_cursor` carries on, and the same cursor
+with the other order goes back."""
+_CURSOR = re.compile(CURSOR_PATTERN)
+
+
 class EventQuery(EventFilter):
     limit: int = Field(100, ge=1, le=1000)
-    cursor: str | None = Field(None, description="next_cursor from the previous page.")
+    cursor: str | None = Field(
+        None,
+        description="next_cursor from the previous page: the page starts after that event.",
+        json_schema_extra={"pattern": CURSOR_PATTERN},
+    )
     order: Order = "newest"
 
 
 class SearchQuery(EventFilter):
-    q: str = Field(min_length=1, max_length=4096, description="Words to find.")
+    q: str = Field(
+        min_length=1, max_length=4096, description="Words to find.", json_schema_extra=searchable
+    )
     limit: int = Field(20, ge=1, le=200)
     offset: int = Field(0, ge=0, le=10_000)
 
 
 class AroundQuery(EventFilter):
-    timestamp: Moment = Field(description="The moment: ISO-8601 or epoch seconds.")
+    timestamp: MomentText = Field(description="The moment: ISO-8601 or epoch seconds.")
     count: int = Field(20, ge=1, le=500, description="How many events in all.")
 
 
@@ -276,7 +290,7 @@ def list_events(db: Database, entity: str, query: EventQuery) -> Page:
     where, params = query.where(entity)
     newest = query.order == "newest"
     if query.cursor is not None:
-        created_at, event_id = _decode_cursor(query.cursor, query.order)
+        created_at, event_id = _decode_cursor(query.cursor)
         where += " AND (created_at, id) " + ("<" if newest else ">") + " (?, ?)"
         params += [created_at, event_id]
     direction = "DESC" if newest else "ASC"
@@ -287,7 +301,7 @@ def list_events(db: Database, entity: str, query: EventQuery) -> Page:
     ).fetchall()
     events = [Event.from_row(row) for row in rows[: query.limit]]
     more = len(rows) > query.limit
-    next_cursor = _encode_cursor(events[-1], query.order) if more else None
+    next_cursor = _encode_cursor(events[-1]) if more else None
     return Page(events=events, next_cursor=next_cursor)
 
 
@@ -432,19 +446,12 @@ def _around(db: Database, where: str, params: list, at: tuple, count: int) -> li
     return [Event.from_row(row) for row in rows]
 
 
-def _encode_cursor(event: Event, order: Order) -> str:
-    raw = json.dumps([event.created_at, event.id, order]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def _encode_cursor(event: Event) -> str:
+    return f"{event.created_at}_{event.id}"
 
 
-def _decode_cursor(cursor: str, order: Order) -> tuple[str, int]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created_at, event_id, cursor_order = json.loads(raw)
-        if not (isinstance(created_at, str) and isinstance(event_id, int)):
-            raise ValueError
-    except (ValueError, TypeError):
-        raise InputError.of("cursor", "not a cursor this service gave out") from None
-    if cursor_order != order:
-        raise InputError.of("cursor", f"this cursor pages in {cursor_order!r} order, not {order!r}")
-    return created_at, event_id
+def _decode_cursor(cursor: str) -> tuple[str, int]:
+    if not _CURSOR.fullmatch(cursor):
+        raise InputError.of("cursor", "not a cursor this service gave out")
+    created_at, event_id = cursor.rsplit("_", 1)
+    return created_at, int(event_id)

@@ -5,6 +5,8 @@ nothing else is left, each quoted so no query syntax ever reaches FTS5."""
 from __future__ import annotations
 
 import re
+import sys
+from functools import cache
 
 MAX_QUERY_TERMS = 32
 
@@ -17,6 +19,25 @@ _STOPWORDS = """a about above after again against all am an and any are as at be
     under until up very was we were what when where which while who whom why will with
     would you your yours yourself yourselves"""
 STOPWORDS = frozenset(_STOPWORDS.split())
+
+
+@cache
+def word_pattern() -> str:
+    """The pattern (JSON Schema's and Python's alike) of text that holds a word to search
+    for: a letter or digit of any script, or '_', which is what `\\w` matches here, so just
+    the text `keywords` finds a word in (stopwords count: alone, they are kept). Spelled
+    out character by character, from Python's Unicode database: a `\\p{L}` would be read
+    by other Unicode tables (or, by schemathesis, as Latin letters only)."""
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    spans = (match.span() for match in re.finditer(r"\w+", every))
+    ranges = "".join(every[a] if b - a == 1 else f"{every[a]}-{every[b - 1]}" for a, b in spans)
+    return f"^(?=[\\s\\S]*[{ranges}])"
+
+
+def searchable(schema: dict) -> None:
+    """`json_schema_extra` of a query refused when `keywords` finds no word in it (built
+    when a schema is, not when this module is imported: it takes a third of a second)."""
+    schema["pattern"] = word_pattern()
 
 
 def keywords(text: str) -> list[str]:

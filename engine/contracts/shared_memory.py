@@ -44,7 +44,7 @@ from engine.search.fragments import (
     with_front_matter,
 )
 from engine.search.homes import Home
-from engine.search.hybrid import SearchRequest, search
+from engine.search.hybrid import Query, SearchRequest, search
 from engine.search.index import Index
 from engine.store import timestamps
 from engine.store.errors import Forbidden, InputError, NotFound
@@ -77,7 +77,7 @@ _SUFFIXES = (".md", ".markdown")
 
 
 class SearchIn(Request):
-    query: str = Field(description="What you want to recall, in words.")
+    query: Query = Field(description="What you want to recall, in words.")
     top_k: int = Field(5, description="How many memories, 1-100.")
     agent_filter: str | None = Field(None, description="Only memories with this agent label.")
     source_filter: str | None = Field(None, description="Only memories of this source.")

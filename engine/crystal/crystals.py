@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from engine.store.db import ensure_private_dir, write_private
 from engine.store.errors import InputError, NotFound
-from engine.store.requests import Request
+from engine.store.requests import NON_BLANK, Request, is_blank
 
 _NAME = re.compile(r"^crystal_(\d{3,})\.md$")
 CHAIN_LENGTH = 4  # the chain line names this crystal and the three before it
@@ -41,7 +41,9 @@ class Crystals(BaseModel):
 
 
 class CrystalIn(Request):
-    content: str = Field(min_length=1, description="The snapshot, markdown.")
+    content: str = Field(
+        min_length=1, description="The snapshot, markdown.", json_schema_extra=NON_BLANK
+    )
 
 
 class CurrentQuery(Request):
@@ -51,7 +53,7 @@ class CurrentQuery(Request):
 def crystallize(home: Path, crystal: CrystalIn, keep: int = 8) -> Crystal:
     """Write the next crystal, linked to the previous ones; archive past `keep`."""
     content = crystal.content
-    if not content.strip():
+    if is_blank(content):
         raise InputError.of("content", "must not be empty")
     if len(content.encode()) > MAX_BYTES:
         raise InputError.of("content", f"over {MAX_BYTES} bytes")

@@ -20,12 +20,13 @@ from pydantic import BaseModel, Field, model_validator
 from engine.capture.events import Event
 from engine.capture.markers import markers_only, turns_only
 from engine.capture.patterns import CHANNEL_PATTERN
-from engine.capture.words import fts_query
+from engine.capture.words import fts_query, searchable
 from engine.store import timestamps
 from engine.store.config import Settings
 from engine.store.db import Database
-from engine.store.errors import Conflict, InputError
-from engine.store.requests import Request
+from engine.store.errors import Conflict, InputError, NotFound
+from engine.store.requests import NON_BLANK, Request, is_blank
+from engine.store.timestamps import MomentText
 
 WARN_ABOVE = 100
 SUMMARY_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
@@ -44,7 +45,7 @@ _IN_CHANNELS = "(? IS NULL OR EXISTS (SELECT 1 FROM json_each(?) c WHERE c.value
 
 
 class SummaryIn(Request):
-    summary_text: str = Field(min_length=1, max_length=256 * 1024)
+    summary_text: str = Field(min_length=1, max_length=256 * 1024, json_schema_extra=NON_BLANK)
     start_id: int = Field(ge=1, description="First event id covered.")
     end_id: int = Field(ge=1, description="Last event id covered.")
     channels: list[Annotated[str, Field(pattern=CHANNEL_PATTERN)]] | None = Field(
@@ -54,7 +55,7 @@ class SummaryIn(Request):
 
     @model_validator(mode="after")
     def _range(self) -> SummaryIn:
-        if not self.summary_text.strip():
+        if is_blank(self.summary_text):
             raise ValueError("summary_text must not be empty")
         if self.start_id > self.end_id:
             raise ValueError("start_id must not be after end_id")
@@ -124,7 +125,7 @@ class RecentQuery(Request):
 
 
 class SummarySearch(Request):
-    query: str = Field(min_length=1, max_length=4096)
+    query: str = Field(min_length=1, max_length=4096, json_schema_extra=searchable)
     limit: int = Field(10, ge=1, le=100)
 
 
@@ -136,7 +137,7 @@ class SinceSummaryQuery(Request):
 
 
 class SinceQuery(Request):
-    timestamp: str = Field(min_length=1, description="ISO-8601 or epoch seconds.")
+    timestamp: MomentText = Field(description="ISO-8601 or epoch seconds.")
     include_summaries: bool = True
     limit: int = Field(100, ge=1, le=1000)
 
@@ -177,7 +178,7 @@ def store(
                 (entity, getattr(summary, field)),
             ).fetchone()
             if found is None:
-                raise InputError.of(field, f"no event with id {getattr(summary, field)}")
+                raise NotFound(f"no event with id {getattr(summary, field)}", field=field)
         channels = json.dumps(summary.channels) if summary.channels else None
         if written_from is not None:
             open_ids = conn.execute(
@@ -403,10 +404,7 @@ def next_batch(db: Database, entity: str, limit: int) -> Batch:
 
 def turns_since(db: Database, entity: str, ask: SinceQuery) -> TurnsSince:
     """Turns at or after a moment (oldest first), with the summaries made since then."""
-    try:
-        at = timestamps.normalise(ask.timestamp)
-    except ValueError as exc:
-        raise InputError.of("timestamp", str(exc)) from None
+    at = ask.timestamp
     rows = db.conn.execute(
         f"SELECT * FROM events e WHERE e.entity = ? AND e.created_at >= ? AND {_TURN}"
         " ORDER BY created_at, id LIMIT ?",

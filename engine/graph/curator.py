@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 
 from engine.store.config import Settings
 from engine.store.errors import NotFound, Unavailable
+from engine.store.requests import Request
 from engine.store.ticker import Ticker
 
 log = logging.getLogger("pps.graph.curator")
@@ -62,7 +63,7 @@ class Duplicates(BaseModel):
     seconds: float = Field(description="Time to read the nodes and find the groups.")
 
 
-class MergeRequest(BaseModel):
+class MergeRequest(Request):
     dry_run: bool = Field(True, description="Only say what would change (the default).")
 
 

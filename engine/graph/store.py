@@ -1015,9 +1015,7 @@ def _node(node: EntityNode) -> Node:
 def _stamp(moment: datetime | None) -> str | None:
     if moment is None:
         return None
-    if moment.tzinfo is None:
-        return moment.strftime(timestamps.FORMAT)
-    return timestamps.normalise(moment.isoformat())
+    return timestamps.from_datetime(moment)
 
 
 def _any_stamp(value) -> str | None:

@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 from engine.capture import events as capture
-from engine.capture.events import EventIn, Listener, Moment
+from engine.capture.events import EventIn, Listener
 from engine.graph import episodes
 from engine.graph.facts import Fact, Node
 from engine.llm import budget
@@ -30,7 +30,8 @@ from engine.store.db import Database
 from engine.store.errors import Conflict, NotFound, Unavailable
 from engine.store.lock import SERVE, DataDirBusy, DataDirLock
 from engine.store.queue import QueueStatus
-from engine.store.requests import Request
+from engine.store.requests import NON_BLANK, Request, is_blank
+from engine.store.timestamps import Moment, MomentText
 
 log = logging.getLogger("pps.texture")
 
@@ -51,8 +52,8 @@ class ExploreQuery(Request):
 
 
 class TimelineQuery(Request):
-    since: Moment | None = None
-    until: Moment | None = None
+    since: MomentText | None = None
+    until: MomentText | None = None
     limit: int = Field(20, ge=1, le=200, description="Most episodes, newest first.")
 
 
@@ -68,30 +69,45 @@ class FactsQuery(Request):
 
 
 class NoteIn(Request):
-    content: str = Field(min_length=1, max_length=65_536, description="Text to learn from.")
+    content: str = Field(
+        min_length=1,
+        max_length=65_536,
+        description="Text to learn from.",
+        json_schema_extra=NON_BLANK,
+    )
     created_at: Moment | None = Field(None, description="When it was true; default: now.")
 
     @field_validator("content")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+        if is_blank(value):
             raise ValueError("content must not be empty")
         return value
 
 
 class TripletIn(Request):
-    source: str = Field(min_length=1, max_length=256, description="Entity the fact is about.")
+    source: str = Field(
+        min_length=1,
+        max_length=256,
+        description="Entity the fact is about.",
+        json_schema_extra=NON_BLANK,
+    )
     relationship: str = Field(
         min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_ ]*$", description="WORKS_AT"
     )
-    target: str = Field(min_length=1, max_length=256)
-    fact: str = Field(min_length=1, max_length=4096, description="The fact in a sentence.")
+    target: str = Field(min_length=1, max_length=256, json_schema_extra=NON_BLANK)
+    fact: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="The fact in a sentence.",
+        json_schema_extra=NON_BLANK,
+    )
     created_at: Moment | None = Field(None, description="When it became true; default: now.")
 
     @field_validator("source", "target", "fact")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+        if is_blank(value):
             raise ValueError("must not be empty")
         return value.strip()
 

@@ -16,10 +16,13 @@ from pydantic import BaseModel, Field, field_validator
 from engine.capture.patterns import CHANNEL_PATTERN
 from engine.store import timestamps
 from engine.store.db import Database
-from engine.store.errors import Conflict, InputError, NotFound
+from engine.store.errors import Conflict, NotFound
 from engine.store.requests import Request
 
 NAME = Field(min_length=1, max_length=200)
+SPACE_NAME_PATTERN = r"^(?!\.\.?$)[^/]+$"
+"""A space's name is a segment of its URL: no '/', and not '.' or '..' (clients drop those
+from URLs). What `SpaceIn` refuses, for the JSON Schema (ECMA-262's `$`: the very end)."""
 CATEGORY = Field(pattern=r"^[a-z0-9][a-z0-9 _-]{0,63}$", description="e.g. wardrobe, symbols")
 
 
@@ -50,7 +53,12 @@ class Saved(BaseModel):
 
 
 class SpaceIn(Request):
-    name: str = Field(min_length=1, max_length=200, description="Its URL: /v1/spaces/{name}.")
+    name: str = Field(
+        min_length=1,
+        max_length=200,
+        description="Its URL: /v1/spaces/{name}; so no '/', and not '.' or '..'.",
+        json_schema_extra={"pattern": SPACE_NAME_PATTERN},
+    )
     description: str = Field("", max_length=256 * 1024, description="Markdown.")
     channel: str | None = Field(None, pattern=CHANNEL_PATTERN)
 
@@ -170,7 +178,9 @@ def get(db: Database, entity: str, ref: ItemRef) -> Item:
         raise NotFound(f"no inventory item named {name!r}")
     if len(rows) > 1:
         categories = ", ".join(sorted(r.category for r in rows))
-        raise InputError.of("category", f"{name!r} is in several categories ({categories})")
+        raise Conflict(
+            f"{name!r} is in several categories ({categories}); name the category", "category"
+        )
     return rows[0]
 
 
@@ -294,7 +304,7 @@ def _space_id(conn, entity: str, name: str) -> int:
     row = conn.execute("SELECT id FROM spaces WHERE entity = ? AND name = ?", (entity, name))
     found = row.fetchone()
     if found is None:
-        raise InputError.of("space", f"no space named {name!r}; add it with add_space first")
+        raise NotFound(f"no space named {name!r}; add it with add_space first", field="space")
     return found[0]
 
 

@@ -13,16 +13,18 @@ from pydantic import BaseModel, Field
 
 from engine.search import chunks, homes
 from engine.search.fragments import check_text, checked_tags, slug, with_front_matter
-from engine.search.hybrid import SearchRequest, SearchResponse, search
+from engine.search.hybrid import Query, SearchRequest, SearchResponse, Tag, search
 from engine.search.index import Index
 from engine.store.errors import InputError, NotFound
-from engine.store.requests import Request
+from engine.store.requests import NON_BLANK, Request, is_blank
 
 
 class AnchorIn(Request):
-    title: str = Field(max_length=200, description="What the word-photo is of.")
-    content: str = Field(description="The word-photo, markdown.")
-    tags: list[str] = Field(default_factory=list)
+    title: str = Field(
+        max_length=200, description="What the word-photo is of.", json_schema_extra=NON_BLANK
+    )
+    content: str = Field(description="The word-photo, markdown.", json_schema_extra=NON_BLANK)
+    tags: list[Tag] = Field(default_factory=list)
 
 
 class Anchor(BaseModel):
@@ -54,13 +56,13 @@ class Resynced(BaseModel):
 
 
 class AnchorSearch(Request):
-    query: str = Field(min_length=1, max_length=4096)
+    query: Query
     limit: int = Field(10, ge=1, le=100)
 
 
 def save(index: Index, entity: str, anchor: AnchorIn) -> Anchor:
     title = anchor.title.strip()
-    if not title:
+    if is_blank(title):
         raise InputError.of("title", "empty; name the word-photo")
     content = check_text("content", anchor.content, index.settings.search_max_text_bytes)
     tags = checked_tags(anchor.tags, required=False)
@@ -146,7 +148,7 @@ def list_all(index: Index, entity: str) -> Anchors:
 
 def delete(index: Index, entity: str, name: str) -> Deleted:
     """Delete one word-photo by its file name (with or without .md)."""
-    if not name or "/" in name or "\\" in name or name in (".", ".."):
+    if not name or "/" in name or "\\" in name or "\x00" in name or name in (".", ".."):
         raise InputError.of("name", "a word-photo's file name, as anchor_list gives it")
     if not name.endswith(homes.TEXT_SUFFIXES):
         name += ".md"

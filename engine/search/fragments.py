@@ -15,19 +15,31 @@ import yaml
 from pydantic import BaseModel, Field
 
 from engine.search import homes
-from engine.search.hybrid import normalise_tags
+from engine.search.hybrid import Tag, normalise_tags
 from engine.search.index import Index
 from engine.store import timestamps
 from engine.store.errors import InputError
-from engine.store.requests import Request
+from engine.store.requests import NON_BLANK, SPACES, Request, is_blank
 
 CATEGORY_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+CATEGORY_INPUT = f"^[{SPACES}]*[A-Za-z0-9\\u212a][A-Za-z0-9_\\u212a-]{{0,63}}[{SPACES}]*$"
+"""A category as sent: what is CATEGORY_PATTERN once blanks around it are off and it is
+lowercased (the Kelvin sign K, U+212A, lowercases to k)."""
 
 
 class FragmentIn(Request):
-    text: str = Field(description="The memory, markdown; write it so it can be found.")
-    category: str = Field(description="One bucket: work, relationship, learning, doctrine, ...")
-    tags: list[str] = Field(description="Required: the handles a search will find it by.")
+    text: str = Field(
+        description="The memory, markdown; write it so it can be found.",
+        json_schema_extra=NON_BLANK,
+    )
+    category: str = Field(
+        description="One bucket: work, relationship, learning, doctrine, ...",
+        json_schema_extra={"pattern": CATEGORY_INPUT},
+    )
+    tags: list[Tag] = Field(
+        description="Required: the handles a search will find it by.",
+        json_schema_extra={"minItems": 1},
+    )
 
 
 class Stored(BaseModel):
@@ -60,7 +72,7 @@ def store(index: Index, entity: str, fragment: FragmentIn) -> Stored:
 
 
 def check_text(field: str, text: str, max_bytes: int) -> str:
-    if not text.strip():
+    if is_blank(text):
         raise InputError.of(field, "empty; write the memory")
     size = len(text.encode())
     if size > max_bytes:

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from string import ascii_letters
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -190,6 +191,10 @@ class Home:
             real = candidate.resolve()
             found = real.is_file()
         except (OSError, RuntimeError) as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+                # No file can have that name: as with any name that is not there.
+                problem = f"no file {relative!r} in your home: {_unreadable(exc)}"
+                raise NotFound(problem, field) from None
             raise InputError.of(field, _unreadable(exc)) from None
         if not real.is_relative_to(self.root.resolve()):
             raise InputError.of(field, "resolves outside your home (a symlink that leaves it)")
@@ -356,4 +361,5 @@ def _under(parts: tuple[str, ...], folder: str) -> bool:
 
 
 def _has_drive(relative: str) -> bool:
-    return len(relative) > 1 and relative[1] == ":" and relative[0].isalpha()
+    """`C:...`: a Windows drive, a letter A-Z (any other character and ':' name a file)."""
+    return len(relative) > 1 and relative[1] == ":" and relative[0] in ascii_letters

@@ -22,11 +22,17 @@ from __future__ import annotations
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
-from datetime import date as Date
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, field_validator, model_serializer
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+)
 
 from engine.capture.patterns import CHANNEL_PATTERN
 from engine.capture.words import any_of, keywords
@@ -34,7 +40,7 @@ from engine.search import embeddings
 from engine.search.index import Index
 from engine.store import timestamps
 from engine.store.errors import InputError
-from engine.store.requests import Request
+from engine.store.requests import NON_BLANK, SPACES, Request, is_blank
 
 TIERS = ("shortform", "longform", "domain")
 KIND_WEIGHTS = {
@@ -55,7 +61,24 @@ RRF_K = 60
 POSTINGS_BUDGET = 10_000  # chunks BM25 ranks at most, about; see _keyword
 
 _keyword_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-bm25")
-TAG_PATTERN = r"^[^\s,][^,\n]{0,63}$"
+TAG_PATTERN = f"^[{SPACES}]*[^{SPACES},](?:[^,\\n]{{0,62}}[^{SPACES},])?[{SPACES}]*$"
+"""A tag as sent: 1-64 characters, no commas or newlines, once blanks around it are off."""
+_TAG = re.compile(TAG_PATTERN)
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{letter.upper()}{letter}]" for letter in word)
+
+
+def _tiers_pattern() -> str:
+    """`all`, or comma codes among TIERS, in any case; spaces and empty codes aside."""
+    code = f"(?:{'|'.join(_any_case(tier) for tier in TIERS)})"
+    every = f"(?: *,)* *{_any_case('all')} *(?:, *)*"
+    some = f"(?: *,)* *{code} *(?:, *(?:{code} *)?)*"
+    return f"^(?:{every}|{some})$"
+
+
+TIERS_PATTERN = _tiers_pattern()
 
 
 _IDENTIFIER = re.compile(
@@ -65,6 +88,25 @@ _IDENTIFIER = re.compile(
 )
 
 
+_DAY = re.compile(timestamps.DAY_PATTERN)
+
+Tag = Annotated[str, Field(json_schema_extra={"pattern": TAG_PATTERN})]
+
+
+def _not_blank(query: str) -> str:
+    if is_blank(query):
+        raise ValueError("empty query; say what to look for")
+    return query
+
+
+Query = Annotated[
+    str,
+    Field(min_length=1, max_length=4096, json_schema_extra=NON_BLANK),
+    AfterValidator(_not_blank),
+]
+"""What a search looks for: text that is not blank. Every search request takes it, so
+that one the engine builds from another (a word-photo search, a shared store's) holds."""
+
 MAX_LIMIT = 100
 """The most results one search returns."""
 
@@ -72,18 +114,39 @@ MAX_LIMIT = 100
 class SearchRequest(Request):
     """A search as callers send it (REST body, MCP tool arguments)."""
 
-    query: str = Field(min_length=1, max_length=4096, description="What to look for, in words.")
+    model_config = ConfigDict(
+        # What `check` refuses, in the JSON Schema: a day, or a window, not both.
+        json_schema_extra={
+            "if": {"properties": {"date": {"type": "string"}}, "required": ["date"]},
+            "then": {"properties": {"since": {"type": "null"}, "until": {"type": "null"}}},
+        }
+    )
+
+    query: Query = Field(description="What to look for, in words.")
     tiers: str = Field(
         "all",
         validate_default=True,
         description="all, or comma codes among shortform, longform, domain.",
+        json_schema_extra={"pattern": TIERS_PATTERN},
     )
     category: str | None = Field(None, max_length=64, description="One fragment category.")
-    tags: list[str] = Field(default_factory=list, max_length=32, description="Any of these.")
+    tags: list[Tag] = Field(default_factory=list, max_length=32, description="Any of these.")
     tags_mode: Literal["any", "all"] = Field("any", description="all: every tag must be there.")
-    date: str | None = Field(None, description="One day, YYYY-MM-DD (UTC).")
-    since: str | None = Field(None, description="Inclusive; ISO date or timestamp.")
-    until: str | None = Field(None, description="Inclusive; a date means its whole day.")
+    date: str | None = Field(
+        None,
+        description="One day, YYYY-MM-DD (UTC); not with since or until.",
+        json_schema_extra={"pattern": timestamps.DAY_PATTERN},
+    )
+    since: str | None = Field(
+        None,
+        description="Inclusive; a day (from its start) or a timestamp.",
+        json_schema_extra={"pattern": timestamps.PATTERN},
+    )
+    until: str | None = Field(
+        None,
+        description="Inclusive; a day (to its end) or a timestamp; not before since.",
+        json_schema_extra={"pattern": timestamps.PATTERN},
+    )
     growth: bool = Field(False, description="Also search the growth journals.")
     channel: str | None = Field(
         None, pattern=CHANNEL_PATTERN, description="Turns from one channel."
@@ -91,17 +154,10 @@ class SearchRequest(Request):
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     min_score: float = Field(0.0, ge=0.0, le=1.0)
 
-    @field_validator("query")
-    @classmethod
-    def _query(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("empty query; say what to look for")
-        return value
-
     @field_validator("tiers")
     @classmethod
     def _tiers(cls, value: str) -> str:
-        codes = [code.strip().lower() for code in value.split(",") if code.strip()]
+        codes = [code.strip(" ").lower() for code in value.split(",") if code.strip(" ")]
         if not codes:
             raise ValueError("empty; use all, or comma codes among " + ", ".join(TIERS))
         if codes == ["all"]:
@@ -127,20 +183,14 @@ class SearchRequest(Request):
     @field_validator("date")
     @classmethod
     def _date(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            return Date.fromisoformat(value.strip()).isoformat()
-        except ValueError:
-            raise ValueError(f"unparseable date {value!r}: use YYYY-MM-DD") from None
+        if value is None or _is_day(value):
+            return value
+        raise ValueError(f"unparseable date {value!r}: use YYYY-MM-DD")
 
     @field_validator("since", "until")
     @classmethod
     def _moment(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        value = value.strip()
-        if _is_day(value):
+        if value is None or _is_day(value):
             return value
         return timestamps.normalise(value)
 
@@ -233,12 +283,12 @@ def identifiers(text: str) -> set[str]:
 def normalise_tags(tags: list[str]) -> list[str]:
     cleaned = []
     for tag in tags:
-        tag = tag.strip().lower()
-        if not re.fullmatch(TAG_PATTERN, tag):
+        if not _TAG.fullmatch(tag):
             raise ValueError(
-                f"bad tag {tag!r}: 1-64 characters, no commas or newlines, not starting blank"
+                f"bad tag {tag.strip()!r}: 1-64 characters, no commas or newlines,"
+                " not starting blank"
             )
-        cleaned.append(tag)
+        cleaned.append(tag.strip().lower())
     return list(dict.fromkeys(cleaned))
 
 
@@ -559,15 +609,7 @@ def _excerpt(text: str, limit: int) -> str:
 
 
 def _is_day(value: str) -> bool:
-    return re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) is not None and _valid_day(value)
-
-
-def _valid_day(value: str) -> bool:
-    try:
-        Date.fromisoformat(value)
-    except ValueError:
-        return False
-    return True
+    return _DAY.fullmatch(value) is not None
 
 
 def _start_of(day: str) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Path
 from pydantic import Field
 
 from engine.search import anchors
@@ -24,12 +26,16 @@ def list_anchors(entity: CurrentEntity, index: SearchIndex) -> Anchors:
     return anchors.list_all(index, entity)
 
 
+# A word-photo's file name, as anchor_list gives it: no separator, no NUL, not '.' or '..'.
+FileName = Annotated[str, Path(json_schema_extra={"pattern": r"^(?!\.\.?$)[^/\\\x00]+$"})]
+
+
 class AnchorText(Anchor):
     content: str = Field(description="The word-photo's text, without its front matter.")
 
 
 @router.get("/{name}", summary="One word-photo with its text", responses=problems(404))
-def get(name: str, entity: CurrentEntity, index: SearchIndex) -> AnchorText:
+def get(name: FileName, entity: CurrentEntity, index: SearchIndex) -> AnchorText:
     anchor, text = anchors.get(index, entity, name)
     return AnchorText(**anchor.model_dump(), content=text)
 
@@ -37,12 +43,12 @@ def get(name: str, entity: CurrentEntity, index: SearchIndex) -> AnchorText:
 @router.put(
     "/{name}", summary="Rewrite a word-photo (its name and date stay)", responses=problems(404)
 )
-def edit(name: str, body: AnchorIn, entity: CurrentEntity, index: SearchIndex) -> Anchor:
+def edit(name: FileName, body: AnchorIn, entity: CurrentEntity, index: SearchIndex) -> Anchor:
     return anchors.edit(index, entity, name, body)
 
 
 @router.delete("/{name}", summary="Delete a word-photo by its file name")
-def delete(name: str, entity: CurrentEntity, index: SearchIndex) -> Deleted:
+def delete(name: FileName, entity: CurrentEntity, index: SearchIndex) -> Deleted:
     return anchors.delete(index, entity, name)
 
 

@@ -11,6 +11,7 @@ from engine.capture import events as capture
 from engine.capture.events import (
     AroundQuery,
     Event,
+    EventIn,
     EventQuery,
     Page,
     Recorded,
@@ -33,7 +34,7 @@ def post_events(
     payload: Annotated[
         Any,
         Body(
-            description="One event object, or a list of them. See the EventIn schema.",
+            description="One event object, or a list of them (all or nothing).",
             examples=[{"channel": "terminal", "author": "jeff", "content": "good morning"}],
         ),
     ],
@@ -48,6 +49,21 @@ def post_events(
     recorded = capture.record(db, entity, events, runtime.announce)
     new = sum(not r.duplicate for r in recorded)
     return Stored(events=recorded, stored=new, duplicates=len(recorded) - new)
+
+
+def describe_body(openapi: dict, max_batch: int) -> None:
+    """Give POST /v1/events its body's schema in `openapi` (the app's description): one
+    EventIn, or a list of 1..max_batch of them. The route takes the body as it comes and
+    checks it itself (`parse_events`), to name every event's problems at once."""
+    ref = {"$ref": "#/components/schemas/EventIn"}
+    openapi["components"]["schemas"]["EventIn"] = EventIn.model_json_schema(
+        ref_template="#/components/schemas/{model}"
+    )
+    body = openapi["paths"]["/v1/events"]["post"]["requestBody"]["content"]["application/json"]
+    body["schema"]["oneOf"] = [
+        ref,
+        {"type": "array", "items": ref, "minItems": 1, "maxItems": max_batch},
+    ]
 
 
 @router.get("/events", summary="Page through events, newest or oldest first")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
@@ -16,8 +17,21 @@ from pps.rest.statuses import problems
 router = APIRouter(prefix="/v1", tags=["files"])
 
 
+# What `Home.resolve` refuses by its text alone: an absolute path (/, \, ~, a drive), a
+# '..' part, a NUL, a name that is not a text file's.
+PATH_PATTERN = (
+    r"^(?![/\\~])(?![A-Za-z]:)(?![\s\S]*(?:^|[/\\])\.\.(?:[/\\]|$))[^\x00]*"
+    f"(?:{'|'.join(re.escape(suffix) for suffix in homes.TEXT_SUFFIXES)})$"
+)
+
+
 class FileQuery(Request):
-    path: str = Field(min_length=1, max_length=1024, description="Relative to your home.")
+    path: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="Relative to your home: a text file (.md, .markdown, .txt) in it.",
+        json_schema_extra={"pattern": PATH_PATTERN},
+    )
     start: int = Field(1, ge=1, alias="from", description="First line, 1-based.")
     lines: int | None = Field(None, ge=1, le=homes.MAX_READ_LINES, description="How many.")
 

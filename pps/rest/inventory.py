@@ -39,7 +39,11 @@ def inventory_list(query: Annotated[ItemQuery, Query()], entity: CurrentEntity, 
     return inventory.list_items(db, entity, query)
 
 
-@router.post("/inventory", summary="Add an item (or update the one with that category and name)")
+@router.post(
+    "/inventory",
+    summary="Add an item (or update the one with that category and name)",
+    responses=problems(404),
+)
 def inventory_add(body: ItemIn, entity: CurrentEntity, db: DB) -> Saved:
     return inventory.add(db, entity, body)
 
@@ -49,12 +53,12 @@ def inventory_categories(entity: CurrentEntity, db: DB) -> Categories:
     return inventory.categories(db, entity)
 
 
-@router.get("/inventory/item", summary="One item by name", responses=problems(404))
+@router.get("/inventory/item", summary="One item by name", responses=problems(404, 409))
 def inventory_get(query: Annotated[ItemRef, Query()], entity: CurrentEntity, db: DB) -> Item:
     return inventory.get(db, entity, query)
 
 
-@router.delete("/inventory/item", summary="Delete one item by name", responses=problems(404))
+@router.delete("/inventory/item", summary="Delete one item by name", responses=problems(404, 409))
 def inventory_delete(query: Annotated[ItemRef, Query()], entity: CurrentEntity, db: DB) -> Item:
     return inventory.delete(db, entity, query)
 

@@ -29,7 +29,7 @@ router = APIRouter(prefix="/v1", tags=["summaries"])
 @router.post(
     "/summaries",
     summary="Store a summary of an event range (marks it summarized)",
-    responses=problems(409),
+    responses=problems(404, 409),
 )
 def store_summary(body: SummaryIn, entity: CurrentEntity, db: DB) -> Summary:
     return summaries.store(db, entity, body)
