@@ -11,6 +11,7 @@ not: the component says why.
 from __future__ import annotations
 
 from engine.backup import records as backups
+from engine.crystal import summarize
 from engine.graph import backend as graph
 from engine.runtime import Runtime
 from engine.search import embeddings
@@ -27,6 +28,7 @@ def report(runtime: Runtime) -> dict:
     components["workers"] = runtime.workers.health()
     components["files"] = _files(runtime)  # files in the homes that are not indexed
     components["backup"] = _backup(runtime)  # never degrades: `none` says there is none
+    components["summaries"] = summarize.status(runtime.db, runtime.settings)  # nor this
     if components["database"]["status"] == "down":
         overall = "down"
     elif all(

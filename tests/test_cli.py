@@ -227,8 +227,9 @@ def test_doctor_says_what_works_and_why_not(tmp_path):
     assert "not running" in lines["service"]
     assert " ok " in lines["graph"] and "falkordb (embedded)" in lines["graph"]  # it was started
     assert [line.split()[0] for line in done.stdout.splitlines()] == [
-        "data", "database", "service", "graph", "llm", "embeddings", "backup",
+        "data", "database", "service", "graph", "llm", "embeddings", "summaries", "backup",
     ]  # fmt: skip
+    assert "entities_past=0" in lines["summaries"] and "threshold=100" in lines["summaries"]
     assert " none " in lines["backup"] and "pps backup" in lines["backup"]
     down = pps(
         "doctor",

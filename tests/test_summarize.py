@@ -237,6 +237,11 @@ def test_without_an_llm_the_threshold_is_only_a_warning(tmp_path):
         assert client.get("/v1/summaries").json()["summaries"] == []
         jobs = app.db.conn.execute("SELECT COUNT(*) FROM jobs WHERE kind = 'summarize'")
         assert jobs.fetchone()[0] == 0
+        # /health says how many entities are past it (no names), and degrades nothing.
+        health = client.get("/health").json()
+        component = health["components"]["summaries"]
+        assert component["entities_past"] == 1 and component["by_itself"] is False
+        assert "wren" not in str(component) and health["status"] == "ok"
         client.close()
 
 

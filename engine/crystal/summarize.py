@@ -183,6 +183,20 @@ def sweep(db: Database, settings: Settings) -> int:
     return queued
 
 
+def status(db: Database, settings: Settings) -> dict:
+    """For /health and `pps doctor` (no entity names): how many entities are past the
+    threshold, and whether summaries come by themselves. It degrades nothing."""
+    above = settings.summarize_after or summaries.WARN_ABOVE
+    past = sum(
+        summaries.unsummarized_count(db, entity.name) > above for entity in entities.list_all(db)
+    )
+    by_itself = bool(settings.summarize_after) and settings.llm_provider != "none"
+    state = {"status": "ok", "threshold": above, "entities_past": past, "by_itself": by_itself}
+    if past and not by_itself:
+        state["why"] = "no LLM: each entity's agent runs summarize_messages (recall says so)"
+    return state
+
+
 def sweeper(db: Database, settings: Settings) -> Ticker:
     return Ticker("summarize-sweeper", settings.summarize_check_s, lambda: sweep(db, settings))
 

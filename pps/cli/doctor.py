@@ -59,8 +59,12 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
         embeddings.get(settings)
     report.line("embeddings", _one(embeddings.status(settings), served, "embeddings"))
     for name, state in (served or {}).items():  # what only the server knows
-        if name not in ("database", "graph", "llm", "embeddings", "backup"):
+        if name not in ("database", "graph", "llm", "embeddings", "backup", "summaries"):
             report.line(name, _workers(state) if name == "workers" else state)
+    from engine.crystal import summarize
+
+    counted = {} if db is None else summarize.status(db, settings)
+    report.line("summaries", _one(counted, served, "summaries"))
     report.line("backup", _backup(db, served))
     if report.bad:
         raise typer.Exit(1)
