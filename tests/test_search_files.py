@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from tests.conftest import wait_for
+from engine.capture import entities
+from tests.conftest import connect, wait_for
 from tests.searching import home, search, texts, write
 
 
@@ -129,3 +130,21 @@ def test_reindex_rebuilds_the_index_from_disk(server, client):
         text=True,
     )
     assert refused.returncode == 1 and "no entity named 'nobody'" in refused.stderr
+
+
+def test_a_home_that_holds_files_before_its_entity_exists_is_indexed(server):
+    """`pps entity create` beside a running server, for a home that already has files
+    (moved in, restored, written by hand): no watcher reports them, yet they are found."""
+    keeper = server.app.state.runtime.keeper
+    keeper.ready.wait(30)  # the start-up comparison is over
+    folder = server.data_dir / "entities" / "orla" / "memory"
+    folder.mkdir(parents=True)
+    for made in (folder.parent, folder):
+        made.chmod(0o700)  # as pps makes them: using the home then changes nothing
+    ticks = keeper.ticks
+    (folder / "boat.md").write_text("The rowing boat is moored at the second jetty.\n")
+    wait_for(lambda: keeper.ticks > ticks + 1, 15, "the watcher to pass the new file by")
+    client = connect(server, entities.create(server.db, "orla"))
+    found = wait_for(lambda: texts(search(client, "rowing boat jetty")), 15, "the file found")
+    assert "second jetty" in found[0]
+    client.close()

@@ -3,7 +3,9 @@
 Files change behind our back: a person edits a word-photo, `git pull` rewrites a folder.
 At start every entity's home is compared with the index (and raw turns captured before
 the index held them are admitted); then a watcher (watchfiles: inotify and its kin)
-reports changes within about a second, and each changed file or folder is re-checked.
+reports changes within about a second, and each changed file or folder is re-checked;
+an entity created while it runs has its home compared within about five seconds (its
+files may be there already, and no watcher reports those).
 A full comparison also runs every PPS_SEARCH_RESCAN_S seconds, for changes a watcher
 can miss (an overflowing event queue, a network file system). Search itself never
 trusts the index alone: it checks every excerpt against the file before returning it.
@@ -41,6 +43,7 @@ class Keeper:
         self._thread: threading.Thread | None = None
         self.ready = threading.Event()  # set once the start-up sync has run
         self.syncs = 0  # full comparisons done (at start, after a failed watcher, rescans)
+        self._known: set[str] = set()  # entities whose homes were compared
         self.ticks = 0  # reports of the watcher: changes, or a quiet interval
 
     def start(self) -> None:
@@ -54,9 +57,19 @@ class Keeper:
 
     def sync_all(self) -> None:
         """Every entity: turns admitted, files compared, missing vectors made."""
-        for entity in self.index.entities():
+        self._sync(self.index.entities())
+        self.syncs += 1
+
+    def sync_new(self) -> None:
+        """Entities created since the last comparison (`pps entity create` beside the
+        running server): their homes may hold files already, which no watcher reports."""
+        self._sync([e for e in self.index.entities() if e not in self._known])
+
+    def _sync(self, names: list[str]) -> None:
+        for entity in names:
             if self._stop.is_set():
                 return
+            self._known.add(entity)
             try:
                 report = sync(self.index, entity)
                 for error in report.errors:
@@ -65,7 +78,6 @@ class Keeper:
                 log.warning("search for %s ranks by BM25 only for now: %s", entity, exc)
             except Exception:
                 log.exception("syncing the search index of %s failed", entity)
-        self.syncs += 1
 
     def _run(self) -> None:
         self.sync_all()
@@ -119,6 +131,7 @@ class Keeper:
             raise_interrupt=False,
         ):
             self.ticks += 1
+            self.sync_new()
             if not changes:
                 waited += min(rescan_ms, 5000) / 1000
                 if waited >= self.settings.search_rescan_s:
