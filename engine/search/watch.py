@@ -57,21 +57,23 @@ class Keeper:
 
     def sync_all(self) -> None:
         """Every entity: turns admitted, files compared, missing vectors made."""
-        self._sync(self.index.entities())
+        self._sync(self.index.entities(), lambda entity: sync(self.index, entity))
         self.syncs += 1
 
     def sync_new(self) -> None:
         """Entities created since the last comparison (`pps entity create` beside the
-        running server): their homes may hold files already, which no watcher reports."""
-        self._sync([e for e in self.index.entities() if e not in self._known])
+        running server): their homes may hold files already, which no watcher reports.
+        Their files only, as a change is indexed (a long file's vectors go to the queue)."""
+        new = [e for e in self.index.entities() if e not in self._known]
+        self._sync(new, self.index.sync_entity)
 
-    def _sync(self, names: list[str]) -> None:
+    def _sync(self, names: list[str], how: Callable[[str], SyncReport]) -> None:
         for entity in names:
             if self._stop.is_set():
                 return
             self._known.add(entity)
             try:
-                report = sync(self.index, entity)
+                report = how(entity)
                 for error in report.errors:
                     log.warning("indexing %s: %s", entity, error)
             except embeddings.Unavailable as exc:

@@ -12,11 +12,10 @@ from typing import Annotated
 
 import typer
 
-from engine.capture import entities
 from engine.store.db import Database
 from engine.store.errors import NotFound, Unavailable
 from pps.cli.check import _graph
-from pps.cli.options import DataDir, EntityOpt, fail, settings_for
+from pps.cli.options import DataDir, EntityOpt, fail, graph_entities
 
 app = typer.Typer(help="Upkeep of the knowledge graph (layer 3).", no_args_is_help=True)
 
@@ -29,7 +28,7 @@ def duplicates(entity: EntityOpt = None, as_json: AsJson = False, data_dir: Data
     be merged into it, their uuids and facts. Changes nothing."""
     from engine.graph import curator
 
-    settings, db, names = _open(entity, data_dir)
+    settings, db, names = graph_entities(entity, data_dir, "curate")
     found = {}
     with _graph(settings, db) as graph:
         for name in names:
@@ -63,7 +62,7 @@ def merge(
     --yes; --dry-run only shows what would change."""
     from engine.graph import curator
 
-    settings, db, names = _open(entity, data_dir)
+    settings, db, names = graph_entities(entity, data_dir, "curate")
     done = {}
     with _graph(settings, db) as graph:
         for name in names:
@@ -98,17 +97,6 @@ def merge(
         )
         if result.dry_run:
             _show(result.groups)
-
-
-def _open(entity: str | None, data_dir) -> tuple:
-    settings = settings_for(data_dir=data_dir)
-    if settings.graph_backend == "none":
-        fail("GRAPH_BACKEND=none: there is no graph to curate")
-    db = Database.open(settings)
-    known = [e.name for e in entities.list_all(db)]
-    if entity is not None and entity not in known:
-        fail(f"no entity named {entity!r}")
-    return settings, db, [entity] if entity else known
 
 
 def _extracting(db: Database, entity: str) -> int:

@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from engine.capture import entities
 from engine.store.db import Database
 from engine.store.errors import Conflict
-from pps.cli.options import DataDir, EntityOpt, fail, settings_for
+from pps.cli.options import DataDir, EntityOpt, fail, graph_entities, settings_for
 
 replay_app = typer.Typer(help="Rebuild a derived layer from its source.", no_args_is_help=True)
 
@@ -28,14 +27,7 @@ def replay_graph(
 
     from engine.graph import texture
 
-    settings = settings_for(data_dir=data_dir)
-    if settings.graph_backend == "none":
-        fail("GRAPH_BACKEND=none: there is no graph to replay into")
-    db = Database.open(settings)
-    known = [e.name for e in entities.list_all(db)]
-    if entity is not None and entity not in known:
-        fail(f"no entity named {entity!r}")
-    names = [entity] if entity else known
+    settings, db, names = graph_entities(entity, data_dir, "replay into")
     with Progress(transient=False) as bar:
         task = bar.add_task("replaying episodes into the graph", total=None)
         try:
