@@ -77,6 +77,7 @@ from bench.companion_corpus import (
     overlap,
     surroundings,
 )
+from bench.locomo import percentile, rankings
 from engine.capture import entities
 from engine.capture import events as capture
 from engine.recall import ambient
@@ -137,14 +138,7 @@ def main() -> None:
     runtime.start()
     try:
         ingest(runtime, corpus)
-        configs = [("default" if not args.fusion else args.fusion, settings)]
-        if args.compare:
-            other = "rrf" if settings.search_fusion == "weighted" else "weighted"
-            configs += [
-                (other, settings.model_copy(update={"search_fusion": other})),
-                ("dense alone", settings.model_copy(update={"search_bm25_weight": 0.0})),
-                ("BM25 alone", settings.model_copy(update={"embedding_model": "none/unloadable"})),
-            ]
+        configs = rankings(settings, args.fusion, args.compare)
         summary = []
         for name, config in configs:
             index = runtime.index if config is settings else Index(config, db)
@@ -440,7 +434,8 @@ def report(name: str, settings: Settings, scores: list[Score], recalled: list[Sc
     for label, found in (("search", scores), ("recall", recalled)):
         latencies = [s.latency_ms for s in found]
         console.print(
-            f"{label} latency: p50 {_pct(latencies, 50):.1f} ms, p95 {_pct(latencies, 95):.1f} ms"
+            f"{label} latency: p50 {percentile(latencies, 50):.1f} ms,"
+            f" p95 {percentile(latencies, 95):.1f} ms"
         )
 
 
@@ -471,15 +466,9 @@ def compare(summary) -> None:
             *(f"{recall_at(scores, k):.3f}" for k in KS),
             f"{recall_at(scores, 10, 'turn'):.3f}",
             f"{recall_at(scores, 10, 'word-photo'):.3f}",
-            f"{_pct(latencies, 50):.1f} / {_pct(latencies, 95):.1f}",
+            f"{percentile(latencies, 50):.1f} / {percentile(latencies, 95):.1f}",
         )
     console.print(table)
-
-
-def _pct(values: list[float], q: int) -> float:
-    if len(values) < 2:
-        return values[0] if values else float("nan")
-    return statistics.quantiles(values, n=100)[q - 1]
 
 
 if __name__ == "__main__":

@@ -80,14 +80,7 @@ def main() -> None:
             f"{ingest_s:.1f} s ({turns / ingest_s:.0f} turns/s), vectors ready after "
             f"{embed_s:.1f} s more ({turns / embed_s:.0f} turns/s)"
         )
-        configs = [("default" if not args.fusion else args.fusion, settings)]
-        if args.compare:
-            other = "rrf" if settings.search_fusion == "weighted" else "weighted"
-            configs += [
-                (other, settings.model_copy(update={"search_fusion": other})),
-                ("dense alone", settings.model_copy(update={"search_bm25_weight": 0.0})),
-                ("BM25 alone", settings.model_copy(update={"embedding_model": "none/unloadable"})),
-            ]
+        configs = rankings(settings, args.fusion, args.compare)
         summary = []
         for name, config in configs:
             index = runtime.index if config is settings else Index(config, db)
@@ -225,7 +218,7 @@ def report(name: str, settings: Settings, scores, latencies) -> None:
             ]
             table.add_row(label, *row)
     console.print(table)
-    p50, p95 = _pct(latencies, 50), _pct(latencies, 95)
+    p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     console.print(f"query latency: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
 
 
@@ -245,7 +238,7 @@ def compare(summary) -> None:
                 for level in ("turn", "session")
                 for mode in ("any", "all")
             ),
-            f"{_pct(latencies, 50):.1f} / {_pct(latencies, 95):.1f}",
+            f"{percentile(latencies, 50):.1f} / {percentile(latencies, 95):.1f}",
         )
     console.print(table)
 
@@ -254,7 +247,21 @@ def _session(dia_id: str) -> int:
     return int(dia_id[1:].split(":")[0])
 
 
-def _pct(values: list[float], q: int) -> float:
+def rankings(settings: Settings, fusion: str | None, compare: bool) -> list:
+    """(name, settings) of the ranking asked for and, with --compare, of the others run on
+    the same ingest: the other fusion, dense alone, BM25 alone."""
+    configs = [(fusion or "default", settings)]
+    if compare:
+        other = "rrf" if settings.search_fusion == "weighted" else "weighted"
+        configs += [
+            (other, settings.model_copy(update={"search_fusion": other})),
+            ("dense alone", settings.model_copy(update={"search_bm25_weight": 0.0})),
+            ("BM25 alone", settings.model_copy(update={"embedding_model": "none/unloadable"})),
+        ]
+    return configs
+
+
+def percentile(values: list[float], q: int) -> float:
     if len(values) < 2:
         return values[0] if values else float("nan")
     return statistics.quantiles(values, n=100)[q - 1]
