@@ -32,7 +32,8 @@ LoCoMo's questions; R@1/5/10 (a gold answer in the top k: the turn, or a chunk
 overlapping the gold lines of the file) overall and per kind, for search and recall;
 isolation leaks (a result from the other entity's memory), date-filter and
 category/tag-filter violations, changed facts whose older statement ranks above the
-newer, query latency p50/p95; with --compare, the other fusions on the same ingest.
+newer, query latency p50/p95; with --compare, on the same ingest, the ranking without
+the reranker, and without it the other fusion, dense alone and BM25 alone.
 --half A or B scores one half of the families (alternately within each kind, both
 entities' questions of a family in one half): choose on one half, report on the other.
 --misses N prints the first N questions search missed at 10, with what came first.
@@ -113,7 +114,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--half", choices=("A", "B"), default=None, help="one half of the set")
     parser.add_argument("--fusion", choices=("weighted", "rrf"), default=None)
-    parser.add_argument("--compare", action="store_true", help="also RRF, dense, BM25 alone")
+    parser.add_argument(
+        "--compare", action="store_true", help="also without the reranker, RRF, dense, BM25 alone"
+    )
     parser.add_argument("--misses", type=int, default=3, help="misses to print (search, @10)")
     parser.add_argument("--dir", type=Path, default=None, help="data dir (default: a temp dir)")
     parser.add_argument("--overlap-only", action="store_true", help="no ingest, no scores")

@@ -14,8 +14,9 @@ the questions wait until every turn has its vector. Then every question of categ
 Printed: recall_any@k (some evidence turn in the top k) and recall_all@k (all of them),
 k = 1, 5, 10, 20, overall and per category, at turn level and at session level (sessions
 ranked by their best turn, as published figures count), query latency p50/p95 (embedding
-included), and ingest time. --compare also runs the other fusions on the same ingest:
-weighted, RRF, dense alone and BM25 alone. Nothing here is tuned on the questions.
+included), and ingest time. --compare also runs, on the same ingest, the ranking
+without the reranker, and without it the other fusion, dense alone and BM25 alone.
+Nothing here is tuned on the questions.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--conversations", type=int, default=None, help="only the first N")
     parser.add_argument("--fusion", choices=("weighted", "rrf"), default=None)
-    parser.add_argument("--compare", action="store_true", help="also RRF, dense, BM25 alone")
+    parser.add_argument(
+        "--compare", action="store_true", help="also without the reranker, RRF, dense, BM25 alone"
+    )
     parser.add_argument("--no-captions", action="store_true", help="leave photo captions out")
     parser.add_argument("--dir", type=Path, default=None, help="data dir (default: a temp dir)")
     args = parser.parse_args()
@@ -249,14 +252,20 @@ def _session(dia_id: str) -> int:
 
 def rankings(settings: Settings, fusion: str | None, compare: bool) -> list:
     """(name, settings) of the ranking asked for and, with --compare, of the others run on
-    the same ingest: the other fusion, dense alone, BM25 alone."""
+    the same ingest: without the reranker, and without it the other fusion, dense alone,
+    BM25 alone."""
     configs = [(fusion or "default", settings)]
     if compare:
         other = "rrf" if settings.search_fusion == "weighted" else "weighted"
+        plain = settings.model_copy(update={"search_rerank": 0})
         configs += [
-            (other, settings.model_copy(update={"search_fusion": other})),
-            ("dense alone", settings.model_copy(update={"search_bm25_weight": 0.0})),
-            ("BM25 alone", settings.model_copy(update={"embedding_model": "none/unloadable"})),
+            ("without the reranker", plain),
+            (f"{other}, no reranker", plain.model_copy(update={"search_fusion": other})),
+            ("dense alone, no reranker", plain.model_copy(update={"search_bm25_weight": 0.0})),
+            (
+                "BM25 alone, no reranker",
+                plain.model_copy(update={"embedding_model": "none/unloadable"}),
+            ),
         ]
     return configs
 

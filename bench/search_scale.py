@@ -13,8 +13,9 @@ are LoCoMo questions, each embedded by the real model through the real search se
 with default settings.
 
 Printed per size: full search p50/p95 (the service call: query embedding, dense, BM25,
-fusion, result rows) as served (the approximate index past PPS_SEARCH_ANN_MIN_ROWS) and
-exact; the dense part both ways; BM25; how many of the top-10 results are the exact
+fusion, the reranker, result rows) as served (the approximate index past
+PPS_SEARCH_ANN_MIN_ROWS) and exact, and as served without the reranker (as recall
+searches); the dense part both ways; BM25; how many of the top-10 results are the exact
 search's; the process's resident memory; the matrix load time and the approximate
 index's build time. Goal: p95 under 50 ms at 100k. Figures only; nothing is asserted.
 """
@@ -78,6 +79,7 @@ def main() -> None:
         "chunks",
         "search p50 / p95 ms",
         "exact search p50 / p95",
+        "unreranked p50 / p95",
         "embed p50",
         "dense p50 / p95",
         "exact dense p50 / p95",
@@ -115,6 +117,7 @@ def main() -> None:
             f"{size:,}",
             spread(served["full"]),
             spread(exact["full"]) if approximate else "same",
+            spread(served["plain"]),
             f"{pct(served['embed'], 50):.1f}",
             spread(served["dense"]),
             spread(exact["dense"]) if approximate else "same",
@@ -130,13 +133,23 @@ def main() -> None:
 
 def measure(index, matrix, embedder, questions) -> dict[str, list]:
     """Each question through the search service, and its parts timed alone."""
-    got: dict[str, list] = {"full": [], "embed": [], "dense": [], "keyword": [], "top": []}
+    got: dict[str, list] = {
+        "full": [],
+        "plain": [],
+        "embed": [],
+        "dense": [],
+        "keyword": [],
+        "top": [],
+    }
     for question in questions:
         request = SearchRequest(query=question, tiers="longform")
         t0 = time.perf_counter()
         found = search.search(index, ENTITY, request)
         got["full"].append(ms(t0))
         got["top"].append([r.event_uid for r in found.results])
+        t0 = time.perf_counter()
+        search.search(index, ENTITY, request, reranked=False)
+        got["plain"].append(ms(t0))
         t0 = time.perf_counter()
         vector = embedder.embed_one(question)
         got["embed"].append(ms(t0))

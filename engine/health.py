@@ -14,7 +14,7 @@ from engine.backup import records as backups
 from engine.crystal import summarize
 from engine.graph import backend as graph
 from engine.runtime import Runtime
-from engine.search import embeddings
+from engine.search import embeddings, rerank
 
 _HARMLESS = ("ok", "disabled", "unconfigured", "none")
 """Statuses that degrade nothing: `none` is the backup component's "no backup yet"."""
@@ -25,6 +25,7 @@ def report(runtime: Runtime) -> dict:
     components["graph"] = graph.graph_health(runtime.graph)
     components["llm"] = graph.llm_health(runtime.graph, runtime.settings, runtime.db)
     components["embeddings"] = embeddings.status(runtime.settings)  # down: search uses BM25
+    components["reranker"] = rerank.status(runtime.settings)  # down: search ranks without it
     components["workers"] = runtime.workers.health()
     components["files"] = _files(runtime)  # files in the homes that are not indexed
     components["backup"] = _backup(runtime)  # never degrades: `none` says there is none

@@ -223,11 +223,13 @@ def test_doctor_says_what_works_and_why_not(tmp_path):
     assert f"{tmp_path / 'data'}" in lines["data"] and "--data-dir" in lines["data"]
     assert " ok " in lines["database"] and "0o700" in lines["database"]
     assert " ok " in lines["embeddings"]
+    assert " ok " in lines["reranker"] and "ms-marco" in lines["reranker"]
     assert "unconfigured" in lines["llm"] and "LLM_PROVIDER" in lines["llm"]
     assert "not running" in lines["service"]
     assert " ok " in lines["graph"] and "falkordb (embedded)" in lines["graph"]  # it was started
     assert [line.split()[0] for line in done.stdout.splitlines()] == [
-        "data", "database", "service", "graph", "llm", "embeddings", "summaries", "backup",
+        "data", "database", "service", "graph", "llm", "embeddings", "reranker", "summaries",
+        "backup",
     ]  # fmt: skip
     assert "entities_past=0" in lines["summaries"] and "threshold=100" in lines["summaries"]
     assert " none " in lines["backup"] and "pps backup" in lines["backup"]

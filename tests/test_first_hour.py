@@ -84,8 +84,8 @@ def test_doctor_gives_one_verdict_per_component_beside_a_running_server(tmp_path
         assert doctor.returncode == 1, doctor.stdout + doctor.stderr
         names = [line.split()[0] for line in doctor.stdout.splitlines()]
         assert names == [
-            "data", "database", "service", "graph", "llm", "embeddings", "workers", "files",
-            "summaries", "backup",
+            "data", "database", "service", "graph", "llm", "embeddings", "reranker", "workers",
+            "files", "summaries", "backup",
         ], names  # fmt: skip
         lines = {line.split()[0]: line for line in doctor.stdout.splitlines()}
         assert "running" in lines["service"] and server.url in lines["service"]

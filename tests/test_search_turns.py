@@ -3,6 +3,7 @@ within seconds, once the embed_events job has run."""
 
 from __future__ import annotations
 
+from engine.search import hybrid
 from tests.conftest import wait_for
 from tests.searching import search
 
@@ -80,3 +81,39 @@ def test_chatter_does_not_outrank_the_turn_that_answers(client):
     wait_for(lambda: client.get("/v1/queue").json()["counts"].get("done", 0) >= 1, timeout=20)
     found = search(client, "Where is Oskar working now?", tiers="longform")["results"]
     assert found[0]["event_uid"] == "c-5", [r["text"] for r in found]
+
+
+def test_the_reranker_finds_an_answer_that_does_not_name_what_it_answers(server, client):
+    """ "What is Ines allergic to?" is answered by a turn that names neither Ines nor an
+    allergy; the turn before it names her. The reranker reads each of the first
+    candidates with the question, a turn with the turn before it."""
+    said = [
+        turn("q", "can I bring a dessert on Saturday? something with fruit maybe", author="ines"),
+        turn(
+            "answer",
+            "yes! just nothing with kiwi in it please, last time she came out in hives",
+            author="dana",
+        ),
+        turn("d1", "the ferry is cancelled again, I'll take the bus to the city", author="ines"),
+        turn("d2", "Ines called, she wants help with the new tablet again", author="dana"),
+        turn("d3", "pollen season is brutal this year, my eyes are streaming", author="oskar"),
+        turn("d4", "what is everyone bringing to the picnic?", author="ines"),
+    ]
+    for i, event in enumerate(said):  # the question and its answer: one conversation
+        event.update(session_id="s-1" if i < 2 else f"s-{i}")
+        event.update(created_at=f"2026-03-0{1 + i // 2}T10:0{i}:00Z")
+    assert client.post("/v1/events", json=said).status_code == 200
+    wait_for(lambda: client.get("/v1/queue").json()["counts"].get("done", 0) >= 1, timeout=20)
+    question = "What is Ines allergic to?"
+    found = search(client, question, tiers="longform")["results"]
+    assert found[0]["event_uid"] == "answer", [r["text"] for r in found]
+    reranker = client.get("/health").json()["components"]["reranker"]
+    assert reranker["status"] == "ok" and reranker["candidates"] == 30
+
+    unread = hybrid.search(
+        server.app.state.runtime.index,
+        client.entity,
+        hybrid.SearchRequest(query=question, tiers="longform"),
+        reranked=False,  # as recall asks
+    ).results
+    assert [r.event_uid for r in unread].index("answer") >= 2

@@ -414,14 +414,14 @@ def _ambient(runtime: Layers, entity: str, request: RecallRequest, dropped: list
     # the 187 kept, even at limit 100).
     def anchor_items() -> list[Item]:
         query = search.SearchRequest(query=context, tiers="shortform,domain", limit=n)
-        found = search.search(index, entity, query, query_vector=vector)
+        found = search.search(index, entity, query, query_vector=vector, reranked=False)
         return [_search_item("anchors", r) for r in found.results]
 
     def turn_items() -> list[Item]:
         # The events being answered would be the best matches of all: ask for that many more.
         limit = min(n + len(answering), search.MAX_LIMIT)
         query = search.SearchRequest(query=context, tiers="longform", limit=limit)
-        found = search.search(index, entity, query, query_vector=vector).results
+        found = search.search(index, entity, query, query_vector=vector, reranked=False).results
         found = [r for r in found if r.event_uid not in answering][:n]
         roles = _roles(db, entity, [r.event_uid for r in found if r.event_uid])
         return [_search_item("turns", r, roles) for r in found]

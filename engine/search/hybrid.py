@@ -10,8 +10,10 @@ fused: weighted (cosine clipped to [0, 1] plus BM25 divided by the best BM25 of 
 query) or reciprocal rank fusion, as the settings say; bench/locomo.py measured both.
 Then: kind weights (distilled notes above raw turns), a penalty for superseded chunks,
 a boost when the query and a chunk share an exact identifier, a smaller one for a turn
-said by someone the query names ("what did Jeff say about the roof?"), scores clamped
-to [0, 1], duplicates by content hash dropped. Every file excerpt is checked against the
+said by someone the query names ("what did Jeff say about the roof?"), a lower score for
+chatter, scores clamped to [0, 1]; then the reranker reads the first candidates with the
+query and reorders them (engine/search/rerank.py; not for recall), and duplicates by
+content hash are dropped. Every file excerpt is checked against the
 file on disk before it is returned; a file that changed is re-indexed and the search
 runs again.
 Without the embedding model, BM25 ranks alone and the response says `fallback: bm25`.
@@ -36,7 +38,7 @@ from pydantic import (
 
 from engine.capture.patterns import CHANNEL_PATTERN
 from engine.capture.words import any_of, keywords
-from engine.search import embeddings
+from engine.search import embeddings, rerank, turns
 from engine.search.index import Index
 from engine.store import timestamps
 from engine.store.errors import InputError
@@ -249,10 +251,12 @@ def search(
     kinds: tuple[str, ...] | None = None,
     query_vector: np.ndarray | None = None,
     files: list[str] | None = None,
+    reranked: bool = True,
 ) -> SearchResponse:
     """Ranked excerpts of the entity's memory for the request (see the module doc).
     `query_vector`: the query embedded already (recall embeds its context once).
-    `files`: only chunks of these files (home-relative paths), before ranking."""
+    `files`: only chunks of these files (home-relative paths), before ranking.
+    `reranked`: the first PPS_SEARCH_RERANK candidates read by the reranker."""
     request.check()
     categories = index.settings.fragment_categories
     if categories and request.category is not None and request.category not in categories:
@@ -267,7 +271,7 @@ def search(
         if attempt == 0 and query_vector is None:
             query_vector, fallback = _embed_query(index, request.query)
         ranked = _rank(index, entity, request, query_vector, (where, params, simple), keyword)
-        results, stale = _materialise(index, entity, ranked, request)
+        results, stale = _materialise(index, entity, ranked, request, reranked)
         if not stale or attempt == 2:
             break
         for path in stale:  # changed on disk behind the index: index it now, rank again
@@ -472,10 +476,13 @@ def _fuse(settings, dense, dense_order, keyword, keyword_order, *, keywords_only
     return sorted(fused.items(), key=lambda item: -item[1])
 
 
-def _materialise(index, entity, ranked, request):
-    """Results for the ranked ids: adjusted, deduplicated, checked against disk.
-    Returns (results, paths of files that changed behind the index)."""
+def _materialise(index, entity, ranked, request, reranked: bool):
+    """Results for the ranked ids: adjusted, reranked, deduplicated, checked against
+    disk. Returns (results, paths of files that changed behind the index)."""
     scored = _adjusted(index, entity, ranked, request.query)
+    if reranked and index.settings.search_rerank and len(scored) > 1:
+        head = [chunk_id for _, chunk_id in scored[: index.settings.search_rerank]]
+        scored = rerank.reorder(scored, request.query, _passages(index, entity, head))
     results, seen, stale = [], set(), set()
     files: dict[str, list[str] | None] = {}
     home = index.home(entity)
@@ -540,6 +547,18 @@ def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
         scored.append((min(max(score, 0.0), 1.0), chunk_id))
     scored.sort(key=lambda item: -item[0])
     return scored
+
+
+def _passages(index, entity, ids: list[int]) -> dict[int, str]:
+    """What the reranker reads of each chunk: a turn with the turn before it, a file
+    chunk as indexed."""
+    rows = index.db.conn.execute(
+        "SELECT id, event_id, body FROM search_chunks"
+        " WHERE id IN (SELECT value FROM json_each(?)) AND +entity = ?",
+        (json.dumps(ids), entity),
+    ).fetchall()
+    said = turns.with_previous(index.db.conn, [r[1] for r in rows if r[1] is not None])
+    return {r[0]: said.get(r[1], "") if r[1] is not None else r[2] for r in rows}
 
 
 def _words(text: str) -> str:

@@ -139,6 +139,22 @@ def render(created_at: str, author: str | None, content: str) -> str:
     return f"[{day}] {author}: {content}" if author else f"[{day}] {content}"
 
 
+def with_previous(conn, event_ids: list[int]) -> dict[int, str]:
+    """Each of these turns as `author: text`, after the turn before it in its
+    conversation where that is someone else's: a reply with what it replies to (the
+    reranker reads them so). A turn after the same author's own is read alone: it
+    continues, and the turn before would lend it words it does not say."""
+    read = {}
+    for event in _events(conn, event_ids):
+        window = _neighbourhood(conn, event, 1, after=False)
+        if len(window) == 2 and window[0]["author"] == event["author"]:
+            window = window[1:]
+        read[event["id"]] = "\n".join(
+            f"{e['author']}: {e['content']}" if e["author"] else e["content"] for e in window
+        )
+    return read
+
+
 def _events(conn, ids: list[int]) -> list[sqlite3.Row]:
     """The turns among these events (markers are not), in time order."""
     return conn.execute(
@@ -148,9 +164,10 @@ def _events(conn, ids: list[int]) -> list[sqlite3.Row]:
     ).fetchall()
 
 
-def _neighbourhood(conn, event, reach: int) -> list[sqlite3.Row]:
-    """The event with up to `reach` turns before and after it in its conversation:
-    the same session, or the same channel for events without a session."""
+def _neighbourhood(conn, event, reach: int, after: bool = True) -> list[sqlite3.Row]:
+    """The event with up to `reach` turns before and (unless `after` is false) after it
+    in its conversation: the same session, or the same channel for events without a
+    session."""
     if event["session_id"] is not None:
         same, key = "session_id = ?", event["session_id"]
     else:
@@ -162,12 +179,12 @@ def _neighbourhood(conn, event, reach: int) -> list[sqlite3.Row]:
         " ORDER BY created_at DESC, id DESC LIMIT ?",
         (event["entity"], key, *at, reach),
     ).fetchall()
-    after = conn.execute(
+    later = conn.execute(
         f"SELECT {_COLUMNS} FROM events WHERE {where} AND (created_at, id) > (?, ?)"
         " ORDER BY created_at, id LIMIT ?",
-        (event["entity"], key, *at, reach),
+        (event["entity"], key, *at, reach if after else 0),
     ).fetchall()
-    return [*reversed(before), event, *after]
+    return [*reversed(before), event, *later]
 
 
 def _context(window: list[sqlite3.Row], i: int, reach: int) -> str:

@@ -108,6 +108,13 @@ class Settings(BaseSettings):
     search_turn_context: int = Field(
         2, ge=0, le=10, description="Neighbouring turns each side whose words also rank a turn."
     )
+    search_rerank: int = Field(
+        30,
+        ge=0,
+        le=100,
+        description="A search's first candidates the reranker reads with the query, to"
+        " reorder them (recall does not rerank). 0: off.",
+    )
     search_ann_min_rows: int = Field(
         50_000,
         ge=0,

@@ -58,8 +58,22 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
     with contextlib.suppress(embeddings.Unavailable):  # status() says why
         embeddings.get(settings)
     report.line("embeddings", _one(embeddings.status(settings), served, "embeddings"))
+    from engine.search import rerank
+
+    if settings.search_rerank:
+        with contextlib.suppress(embeddings.Unavailable):  # status() says why
+            rerank.get()
+    report.line("reranker", _one(rerank.status(settings), served, "reranker"))
     for name, state in (served or {}).items():  # what only the server knows
-        if name not in ("database", "graph", "llm", "embeddings", "backup", "summaries"):
+        if name not in (
+            "database",
+            "graph",
+            "llm",
+            "embeddings",
+            "reranker",
+            "backup",
+            "summaries",
+        ):
             report.line(name, _workers(state) if name == "workers" else state)
     from engine.crystal import summarize
 
