@@ -59,6 +59,8 @@ AUTHOR_BOOST = 0.1  # a fusion weight: chosen on LoCoMo conversations 1-5, check
 CHATTER_WORDS = 5  # a turn of fewer words ("brb", "lol", "good morning!") ...
 CHATTER_FACTOR = 0.7  # ... counts this much: it tells little to remember (companion set)
 CANDIDATES = 200  # from each ranker, before fusion
+FILES_BEYOND = 5  # file chunks past the first PPS_SEARCH_RERANK the reranker also reads:
+# curated memories are few, and turns crowd them out of the first 30 (companion set)
 RRF_K = 60
 POSTINGS_BUDGET = 10_000  # chunks BM25 ranks at most, about; see _keyword
 
@@ -481,7 +483,9 @@ def _materialise(index, entity, ranked, request, reranked: bool):
     disk. Returns (results, paths of files that changed behind the index)."""
     scored = _adjusted(index, entity, ranked, request.query)
     if reranked and index.settings.search_rerank and len(scored) > 1:
-        head = [chunk_id for _, chunk_id in scored[: index.settings.search_rerank]]
+        top = index.settings.search_rerank
+        head = [chunk_id for _, chunk_id in scored[:top]]
+        head += _files_among(index, [chunk_id for _, chunk_id in scored[top:]], FILES_BEYOND)
         scored = rerank.reorder(scored, request.query, _passages(index, entity, head))
     results, seen, stale = [], set(), set()
     files: dict[str, list[str] | None] = {}
@@ -547,6 +551,21 @@ def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
         scored.append((min(max(score, 0.0), 1.0), chunk_id))
     scored.sort(key=lambda item: -item[0])
     return scored
+
+
+def _files_among(index, ids: list[int], most: int) -> list[int]:
+    """The first `most` file chunks among these chunk ids, in their order."""
+    if not most or not ids:
+        return []
+    files = {
+        r[0]
+        for r in index.db.conn.execute(
+            "SELECT id FROM search_chunks WHERE id IN (SELECT value FROM json_each(?))"
+            " AND event_id IS NULL",
+            (json.dumps(ids),),
+        )
+    }
+    return [i for i in ids if i in files][:most]
 
 
 def _passages(index, entity, ids: list[int]) -> dict[int, str]:
