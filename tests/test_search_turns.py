@@ -45,7 +45,8 @@ def test_each_request_enqueues_one_embedding_job(client):
     assert sum(counts.values()) == 2
 
 
-def test_a_query_that_names_a_speaker_ranks_their_turns_first(client):
+def test_a_query_that_names_a_speaker_ranks_their_turns_first(server, client):
+    """Before the reranker (as recall ranks), and after it (as search answers)."""
     said = [
         turn("a-1", "Did the roof over the porch leak again in the storm?"),
         turn("a-2", "Yes, water came through above the porch door.", author="maria"),
@@ -54,12 +55,18 @@ def test_a_query_that_names_a_speaker_ranks_their_turns_first(client):
     assert client.post("/v1/events", json=said).status_code == 200
     wait_for(lambda: client.get("/v1/queue").json()["counts"].get("done", 0) >= 1, timeout=20)
 
-    def first(query: str) -> str:
-        return search(client, query, tiers="longform")["results"][0]["event_uid"]
+    def first(query: str, reranked: bool = True) -> str:
+        if reranked:
+            return search(client, query, tiers="longform")["results"][0]["event_uid"]
+        asked = hybrid.SearchRequest(query=query, tiers="longform")
+        index = server.app.state.runtime.index
+        return hybrid.search(index, client.entity, asked, reranked=False).results[0].event_uid
 
-    assert first("the roof over the porch leaking") != "a-2"
-    assert first("what did Maria say about the roof over the porch leaking?") == "a-2"
-    assert first("what did maria say about the roof over the porch leaking?") == "a-2"
+    assert first("the roof over the porch leaking", reranked=False) != "a-2"
+    for named in ("Maria", "maria"):
+        asked = f"what did {named} say about the roof over the porch leaking?"
+        assert first(asked, reranked=False) == "a-2"
+        assert first(asked) == "a-2"
 
 
 def test_chatter_does_not_outrank_the_turn_that_answers(client):
