@@ -97,11 +97,10 @@ class Spool:
             os.close(fd)
 
     def pending(self) -> int:
-        """Events waiting: in the live spool and, past its offset, in the file being sent."""
-        count = _count_lines(self.path)
-        if self.sending.exists():
-            count += _count_lines(self.sending, start=self._offset())
-        return count
+        """Events waiting: in the live spool and, past its offset, in the file being sent.
+        Counted without the flush lock: a flush may finish the file meanwhile (then it
+        counts as empty)."""
+        return _count_lines(self.path) + _count_lines(self.sending, start=self._offset())
 
     @contextmanager
     def flushing(self, *, wait: bool, deadline: float | None) -> Iterator[bool]:
@@ -186,7 +185,10 @@ class Spool:
             offset = int(self.offset_path.read_text().strip() or 0)
         except (FileNotFoundError, ValueError):
             return 0
-        size = self.sending.stat().st_size if self.sending.exists() else 0
+        try:
+            size = self.sending.stat().st_size
+        except FileNotFoundError:  # finished by a flush meanwhile
+            return 0
         return offset if 0 <= offset <= size else 0
 
     def _set_offset(self, offset: int) -> None:
