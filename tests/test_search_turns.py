@@ -12,6 +12,13 @@ def turn(uid: str, content: str, **more) -> dict:
     return {"event_uid": uid, "channel": "discord", "author": "jeff", "content": content, **more}
 
 
+def first_stage(server, client, query: str) -> list[str]:
+    """The turns a search finds before the reranker reads them (as recall ranks)."""
+    asked = hybrid.SearchRequest(query=query, tiers="longform")
+    index = server.app.state.runtime.index
+    return [r.event_uid for r in hybrid.search(index, client.entity, asked, reranked=False).results]
+
+
 def test_a_turn_is_found_by_its_words_at_once_and_by_meaning_within_seconds(client):
     sent = client.post(
         "/v1/events",
@@ -58,9 +65,7 @@ def test_a_query_that_names_a_speaker_ranks_their_turns_first(server, client):
     def first(query: str, reranked: bool = True) -> str:
         if reranked:
             return search(client, query, tiers="longform")["results"][0]["event_uid"]
-        asked = hybrid.SearchRequest(query=query, tiers="longform")
-        index = server.app.state.runtime.index
-        return hybrid.search(index, client.entity, asked, reranked=False).results[0].event_uid
+        return first_stage(server, client, query)[0]
 
     assert first("the roof over the porch leaking", reranked=False) != "a-2"
     for named in ("Maria", "maria"):
@@ -117,10 +122,4 @@ def test_the_reranker_finds_an_answer_that_does_not_name_what_it_answers(server,
     reranker = client.get("/health").json()["components"]["reranker"]
     assert reranker["status"] == "ok" and reranker["candidates"] == 30
 
-    unread = hybrid.search(
-        server.app.state.runtime.index,
-        client.entity,
-        hybrid.SearchRequest(query=question, tiers="longform"),
-        reranked=False,  # as recall asks
-    ).results
-    assert [r.event_uid for r in unread].index("answer") >= 2
+    assert first_stage(server, client, question).index("answer") >= 2
