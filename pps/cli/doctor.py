@@ -23,6 +23,8 @@ from pps.cli.options import DataDir, Port, settings_for
 
 BAD = ("down", "refused", "failing", "full")
 _RANK = {"failing": 1, "full": 2, "refused": 2, "down": 2}
+_CHECKED_HERE = {"database", "graph", "llm", "embeddings", "reranker", "backup", "summaries"}
+"""Components this command checks itself; the server's others are printed as it says."""
 
 
 def doctor(data_dir: DataDir = None, port: Port = None) -> None:
@@ -65,15 +67,7 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
             rerank.get()
     report.line("reranker", _one(rerank.status(settings), served, "reranker"))
     for name, state in (served or {}).items():  # what only the server knows
-        if name not in (
-            "database",
-            "graph",
-            "llm",
-            "embeddings",
-            "reranker",
-            "backup",
-            "summaries",
-        ):
+        if name not in _CHECKED_HERE:
             report.line(name, _workers(state) if name == "workers" else state)
     from engine.crystal import summarize
 
