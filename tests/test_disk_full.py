@@ -294,9 +294,7 @@ def test_a_recall_on_a_full_disk_answers_and_its_log_row_is_dropped(server, make
     assert len(_drop_warnings(caplog, "recall_log")) == 1
 
 
-def test_a_search_on_a_full_disk_answers_without_the_file_it_cannot_reindex(
-    server, make_client
-):
+def test_a_search_on_a_full_disk_answers_without_the_file_it_cannot_reindex(server, make_client):
     """A search checks each excerpt against its file and re-indexes a file changed behind
     the index: on a full disk that write is dropped and counted, and the search answers
     without the stale excerpt; once there is room, the same search finds the new text."""
@@ -307,8 +305,9 @@ def test_a_search_on_a_full_disk_answers_without_the_file_it_cannot_reindex(
     home = server.settings.data_dir / "entities" / client.entity
     [path] = (home / "word_photos").glob("*.md")
     query = {"query": "the trunk in the attic"}
-    with Full(server.db):
-        path.write_text(path.read_text().replace("letters", "winter coats"))
+    longer = "The old trunk in the attic holds winter coats.\n\n" + BIG[:40_000]
+    with Full(server.db):  # edited behind the index, longer: its chunks need new pages
+        path.write_text(path.read_text().replace(photo["content"], longer))
         response = client.post("/v1/search", json=query)
         assert response.status_code == 200, response.text
         texts = [r["text"] for r in response.json()["results"]]
@@ -326,15 +325,30 @@ def test_a_search_on_a_full_disk_answers_without_the_file_it_cannot_reindex(
 def test_the_web_pages_on_a_full_disk_answer(server):
     """Signing in and every page of /ui are reads (sessions live in memory); a recall from
     the recall page answers too, its log row dropped and counted."""
-    ui = UI(server, entities.create(server.db, "webby"))
+    ui = UI(server, token := entities.create(server.db, "webby"))
+    said = [{"channel": "discord", "content": f"the comfy robe {i} {BIG[:3000]}"} for i in range(5)]
+    with connect(server, token) as api:
+        assert api.post("/v1/events", json=said).status_code == 200
     try:
         with Full(server.db):
             assert ui.sign_in().status_code == 303
-            for page in ("/ui/timeline", "/ui/memory", "/ui/recall", "/ui/queue", "/ui/audit"):
-                response = ui.get(page)
+            pages = (
+                "/ui/timeline",
+                "/ui/memory",
+                "/ui/recall",
+                "/ui/queue",
+                "/ui/audit",
+                "/ui/graph",
+            )
+            for page in pages:
+                response = ui.get(page, follow_redirects=True)  # the audit adds its seed
                 assert response.status_code == 200, (page, response.text[:500])
-            answer = ui.post("/ui/recall", {"context": "anything at all", "channel": ""})
-            assert answer.status_code == 200, answer.text[:500]
+            for _ in range(10):  # until the pages left free in the database are used up
+                answer = ui.post("/ui/recall", {"context": "the comfy robe", "channel": ""})
+                assert answer.status_code == 200, answer.text[:500]
+                assert "comfy robe" in answer.text
+                if server.db.dropped_writes():
+                    break
             assert server.db.dropped_writes() == {"recall_log": 1}
     finally:
         ui.http.close()
