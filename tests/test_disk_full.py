@@ -374,7 +374,11 @@ def test_a_ticker_on_a_full_disk_logs_once_and_backs_off(server, make_client, ca
         now[0] += 42
     assert waits == [2.0, 4.0, 8.0, 16.0, 32.0, BACKOFF_CAP_S, BACKOFF_CAP_S, BACKOFF_CAP_S]
     assert ticker.step() == 1.0  # room again: every second again
-    lines = [r for r in caplog.records if r.name == "pps.ticker"]
+    lines = [
+        r
+        for r in caplog.records
+        if r.name == "pps.ticker" and r.getMessage().startswith("episode-sweeper")
+    ]
     assert [r.getMessage().split(":")[0] for r in lines] == [
         "episode-sweeper failing",
         "episode-sweeper recovered after 42 s",
