@@ -46,6 +46,7 @@ def _database(runtime: Runtime) -> dict:
         state = {"status": "ok", "schema_version": runtime.db.schema_version()}
     except Exception as exc:  # the database being unreachable is what we report
         return {"status": "down", "error": type(exc).__name__}
+    state["dropped_writes"] = runtime.db.dropped_writes()  # by reads, for lack of space
     full = runtime.db.out_of_space()
     if full is not None:
         state.update(status="full", error=full.error, since=full.since)

@@ -1,7 +1,9 @@
-"""A full disk (issue 15, items 3 and 4): writes answer 503 with Retry-After in the one
-error shape and change nothing, /health says the database cannot write and which worker
-cannot record its outcomes, and everything recovers without a restart once there is
-space again.
+"""A full disk (issue 15, items 3 and 4; issue 24, items 2 and 3): writes answer 503 with
+Retry-After in the one error shape and change nothing, /health says the database cannot
+write and which worker cannot record its outcomes, and everything recovers without a
+restart once there is space again. Reads answer all along: what a read writes on the side
+(the recall log) is dropped and counted, and background loops back off with one line in
+the log, not a traceback a tick.
 
 SQLite's `max_page_count` makes the database full exactly as a full disk does
 (SQLITE_FULL, "database or disk is full"), without root or a small file system. The
@@ -11,6 +13,7 @@ each one it opens while the disk is "full".
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import subprocess
@@ -18,12 +21,14 @@ import subprocess
 import pytest
 from typer.testing import CliRunner
 
-from engine.capture import entities
+from engine.capture import entities, events
 from engine.search import turns
 from engine.store import queue, timestamps
 from engine.store.db import Database
+from engine.store.ticker import BACKOFF_CAP_S, Ticker
 from tests.conftest import AppServer, connect, settings_env, wait_for
 from tests.mcp_client import ToolFailed, call, session
+from tests.test_ui import UI
 
 UNLIMITED = 1_073_741_823
 BIG = "many words of a long turn " * 4_000  # about 100 KiB: pages the database lacks
@@ -65,7 +70,8 @@ def _limit(conn: sqlite3.Connection, pages: int) -> sqlite3.Connection:
 def server(tmp_path):
     # Workers poll and retry often, so the test sees them fail and recover quickly.
     fast = {"queue_poll_s": 0.05, "queue_lease_s": 1.0, "queue_backoff_initial_s": 0.1}
-    with AppServer(tmp_path / "data", queue_backoff_max_s=0.5, **fast) as app:
+    # The recall log on: a recall then writes a row, the write a read makes on the side.
+    with AppServer(tmp_path / "data", queue_backoff_max_s=0.5, recall_log=True, **fast) as app:
         yield app
 
 
@@ -232,3 +238,151 @@ def test_home_files_on_a_full_disk_answer_503_and_leave_nothing(tmp_path, small_
         assert client.post("/v1/anchors", json=photo).status_code == 201
         assert client.post("/v1/crystals", json={"content": BIG[:40_000]}).status_code == 200
         client.close()
+
+
+def _drop_warnings(caplog, what: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "pps.db" and r.getMessage().startswith(what)]
+
+
+def test_a_recall_on_a_full_disk_answers_and_its_log_row_is_dropped(server, make_client, caplog):
+    """Issue 24, item 2: with PPS_RECALL_LOG on, the log row cannot be written; the recall
+    answers 200 with its items all the same, /health and `pps doctor` count the drop, and
+    the log says so once a minute, not once a recall."""
+    caplog.set_level(logging.INFO)
+    client = make_client()
+    said = [  # long turns: a recall's log row then needs pages the database lacks
+        {"channel": "discord", "author": "jeff", "content": f"the comfy robe {i} {BIG[:3000]}"}
+        for i in range(5)
+    ]
+    assert client.post("/v1/events", json=said).status_code == 200
+    ask = {"context": "where is the comfy robe?", "channel": "terminal"}
+
+    def recall() -> None:
+        response = client.post("/v1/recall", json=ask)
+        assert response.status_code == 200, response.text
+        assert any("comfy robe" in item["text"] for item in response.json()["items"])
+
+    def dropped() -> dict:
+        return client.get("/health").json()["components"]["database"]["dropped_writes"]
+
+    with Full(server.db):
+        assert client.post("/v1/events", json=_events("full", 1)).status_code == 503
+        logged = 0
+        while not dropped():  # the pages left free inside the database are used first
+            recall()
+            logged += 1
+            assert logged <= 10, "the recall log never ran out of room"
+        logged -= 1  # the recall that was dropped
+        for _ in range(3):
+            recall()
+        database = client.get("/health").json()["components"]["database"]
+        assert database["status"] == "full"
+        assert database["dropped_writes"] == {"recall_log": 4}
+        doctor = _doctor(server)
+        [line] = [line for line in doctor.stdout.splitlines() if line.startswith("database")]
+        assert "dropped_writes={'recall_log': 4}" in line, doctor.stdout
+        [warning] = _drop_warnings(caplog, "recall_log")
+        assert "full" in warning.getMessage() and warning.exc_info is None
+    assert len(client.get("/v1/recall/log").json()["entries"]) == logged
+
+    # Space is back: the next recall is logged again; the count stays as it was.
+    wait_for(lambda: client.get("/health").json()["status"] == "ok", what="/health to recover")
+    recall()
+    entries = client.get("/v1/recall/log").json()["entries"]
+    assert len(entries) == logged + 1 and entries[0]["context"] == ask["context"]
+    assert dropped() == {"recall_log": 4}
+    assert len(_drop_warnings(caplog, "recall_log")) == 1
+
+
+def test_a_search_on_a_full_disk_answers_without_the_file_it_cannot_reindex(server, make_client):
+    """A search checks each excerpt against its file and re-indexes a file changed behind
+    the index: on a full disk that write is dropped and counted, and the search answers
+    without the stale excerpt; once there is room, the same search finds the new text."""
+    client = make_client()
+    photo = {"title": "The attic", "content": "The old trunk in the attic holds the letters."}
+    created = client.post("/v1/anchors", json=photo)
+    assert created.status_code == 201, created.text
+    home = server.settings.data_dir / "entities" / client.entity
+    [path] = (home / "word_photos").glob("*.md")
+    query = {"query": "the trunk in the attic"}
+    longer = "The old trunk in the attic holds winter coats.\n\n" + BIG[:40_000]
+    with Full(server.db):  # edited behind the index, longer: its chunks need new pages
+        path.write_text(path.read_text().replace(photo["content"], longer))
+        response = client.post("/v1/search", json=query)
+        assert response.status_code == 200, response.text
+        texts = [r["text"] for r in response.json()["results"]]
+        assert not any("letters" in text for text in texts), texts  # never the stale text
+        dropped = client.get("/health").json()["components"]["database"]["dropped_writes"]
+        assert dropped.get("search_reindex", 0) >= 1, dropped
+
+    def found():
+        results = client.post("/v1/search", json=query).json()["results"]
+        return any("winter coats" in r["text"] for r in results)
+
+    wait_for(found, what="the changed file to be indexed once there is room")
+
+
+def test_the_web_pages_on_a_full_disk_answer(server):
+    """Signing in and every page of /ui are reads (sessions live in memory); a recall from
+    the recall page answers too, its log row dropped and counted."""
+    ui = UI(server, token := entities.create(server.db, "webby"))
+    said = [{"channel": "discord", "content": f"the comfy robe {i} {BIG[:3000]}"} for i in range(5)]
+    with connect(server, token) as api:
+        assert api.post("/v1/events", json=said).status_code == 200
+    try:
+        with Full(server.db):
+            assert ui.sign_in().status_code == 303
+            pages = (
+                "/ui/timeline",
+                "/ui/memory",
+                "/ui/recall",
+                "/ui/queue",
+                "/ui/audit",
+                "/ui/graph",
+            )
+            for page in pages:
+                response = ui.get(page, follow_redirects=True)  # the audit adds its seed
+                assert response.status_code == 200, (page, response.text[:500])
+            for _ in range(10):  # until the pages left free in the database are used up
+                answer = ui.post("/ui/recall", {"context": "the comfy robe", "channel": ""})
+                assert answer.status_code == 200, answer.text[:500]
+                assert "comfy robe" in answer.text
+                if server.db.dropped_writes():
+                    break
+            assert server.db.dropped_writes() == {"recall_log": 1}
+    finally:
+        ui.http.close()
+
+
+def test_a_ticker_on_a_full_disk_logs_once_and_backs_off(server, make_client, caplog):
+    """Issue 24, item 3: a background loop whose write the full disk refuses (the episode
+    sweeper's, say) logs one line when it starts failing, waits twice as long after each
+    failure up to a cap, and logs one line when it recovers, not a traceback a tick."""
+    caplog.set_level(logging.INFO, logger="pps.ticker")
+    entity = make_client().entity
+    big = events.EventIn(channel="terminal", content=BIG)
+    now = [1000.0]
+    ticker = Ticker(
+        "episode-sweeper",
+        1.0,
+        lambda: events.record(server.db, entity, [big], announce=()),
+        clock=lambda: now[0],
+    )
+    assert ticker.step() == 1.0  # room: every second
+    with Full(server.db):
+        waits = [ticker.step() for _ in range(8)]
+        now[0] += 42
+    assert waits == [2.0, 4.0, 8.0, 16.0, 32.0, BACKOFF_CAP_S, BACKOFF_CAP_S, BACKOFF_CAP_S]
+    assert ticker.step() == 1.0  # room again: every second again
+    lines = [
+        r
+        for r in caplog.records
+        if r.name == "pps.ticker" and r.getMessage().startswith("episode-sweeper")
+    ]
+    assert [r.getMessage().split(":")[0] for r in lines] == [
+        "episode-sweeper failing",
+        "episode-sweeper recovered after 42 s",
+    ]
+    failing = lines[0]
+    assert "disk is full" in failing.getMessage() and "\n" not in failing.getMessage()
+    assert failing.exc_info is None  # one line, not a chained traceback

@@ -322,7 +322,7 @@ def _log(db, entity, request, chosen, manifest, latency) -> None:
         }
         for i in chosen
     ]
-    with db.write() as conn:
+    with db.dropping("recall_log"), db.write() as conn:  # a full disk never fails a recall
         conn.execute(
             "INSERT INTO recall_log (entity, context, channel, latency_ms, items, manifest,"
             " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -277,7 +277,8 @@ def search(
         if not stale or attempt == 2:
             break
         for path in stale:  # changed on disk behind the index: index it now, rank again
-            index.sync_file(entity, path)
+            with index.db.dropping("search_reindex"):  # a full disk: ranked without it
+                index.sync_file(entity, path)
     return SearchResponse(results=results, fallback=fallback)
 
 

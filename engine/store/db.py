@@ -9,6 +9,7 @@ here rather than spinning on SQLite's busy handler.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import shutil
@@ -35,6 +36,10 @@ _ROOM_BYTES = 1024 * 1024
 """Space that must be free again, in the database and on its disk, before a database
 that ran out of it is said to have room."""
 _ROOM_CHECK_S = 1.0
+_DROP_WARN_S = 60.0
+"""At most one warning this often for each kind of write a read drops."""
+
+log = logging.getLogger("pps.db")
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,9 @@ class Database:
         self._all_lock = threading.Lock()
         self._out_of_space: OutOfSpace | None = None
         self._room_checked = 0.0
+        self._dropped: dict[str, int] = {}
+        self._drop_warned: dict[str, float] = {}
+        self._drop_lock = threading.Lock()
         ensure_private_dir(path.parent)
         ensure_private_file(path)
 
@@ -188,6 +196,33 @@ class Database:
                     "database",
                     f"the disk is full ({exc}): nothing was written; try again once there is space",
                 ) from exc
+
+    @contextmanager
+    def dropping(self, what: str) -> Iterator[None]:
+        """Around a write that a read makes on the side (the recall log, re-indexing a
+        file a search found changed): if the database refuses it (the disk is full, or it
+        stays locked), the write is dropped and the read answers. Each drop is counted
+        under `what` (`dropped_writes()`, in /health) and warned about at most once a
+        minute for each `what`."""
+        try:
+            yield
+        except (Unavailable, sqlite3.OperationalError) as exc:
+            if isinstance(exc, Unavailable) and exc.component != "database":
+                raise
+            now = time.monotonic()
+            with self._drop_lock:
+                count = self._dropped[what] = self._dropped.get(what, 0) + 1
+                warn = now >= self._drop_warned.get(what, 0.0)
+                if warn:
+                    self._drop_warned[what] = now + _DROP_WARN_S
+            if warn:
+                why = " ".join(str(exc.__cause__ or exc).split())[:300]
+                log.warning("%s not written (%s); %d dropped since start", what, why, count)
+
+    def dropped_writes(self) -> dict[str, int]:
+        """How many writes of each kind reads have dropped since start (`dropping`)."""
+        with self._drop_lock:
+            return dict(self._dropped)
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:

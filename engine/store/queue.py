@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from engine.store import timestamps
 from engine.store.db import Database
 from engine.store.errors import NotFound, Unavailable
+from engine.store.ticker import Backoff
 
 log = logging.getLogger("pps.queue")
 
@@ -352,17 +353,19 @@ class Workers:
         self._troubles[kind] = _Trouble(doing, f"{type(exc).__name__}: {exc}"[:500], since)
 
     def _serve(self, kind: str, handler: Handler) -> None:
+        claiming = Backoff(f"{threading.current_thread().name} claiming", self.policy.poll_s)
         while not self._stop.is_set():
             if self.db.out_of_space() is not None:  # wait for room, not burn attempts
                 self._stop.wait(self.policy.poll_s)
                 continue
             try:
                 job = claim(self.db, kind, self.owner, self.policy)
-            except Exception as exc:  # locked, full: claimed again at the next poll
+            except Exception as exc:  # locked, full: claimed again, later each time
                 self._trouble(kind, "claiming", exc)
-                log.exception("claiming a %s job failed", kind)
-                job = None
+                self._stop.wait(claiming.failed(exc))
+                continue
             else:
+                claiming.worked()
                 trouble = self._troubles.get(kind)
                 if trouble is not None and trouble.doing == "claiming":
                     del self._troubles[kind]

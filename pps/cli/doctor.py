@@ -46,6 +46,8 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
         database = {"status": "down", "error": f"{type(exc).__name__}: {exc}"}
     if (served or {}).get("database", {}).get("status", "ok") != "ok":  # full, say
         database = _one(database, served, "database")
+    if dropped := (served or {}).get("database", {}).get("dropped_writes"):
+        database["dropped_writes"] = dropped  # by the server's reads, for lack of space
     report.line("database", database)
     report.line("service", service)
     report.line("graph", _one(_graph_here(settings, db) if served is None else {}, served, "graph"))
