@@ -211,3 +211,16 @@ def test_serve_and_every_command_send_nothing(user, tmp_path):
     cache = home / ".cache"
     left = sorted(str(p.relative_to(home)) for p in cache.rglob("*")) if cache.exists() else []
     assert not [p for p in left if "graphiti" in p or "Microsoft" in p], left
+
+
+def test_the_neo4j_pps_starts_reports_no_usage(neo4j_server):
+    """`make neo4j` and the tests run the launcher; Neo4j's usage reports are off in it."""
+    import neo4j
+
+    auth = (neo4j_server.user, neo4j_server.password)
+    with neo4j.GraphDatabase.driver(neo4j_server.uri, auth=auth) as driver:
+        records, _, _ = driver.execute_query(
+            "SHOW SETTINGS YIELD name, value WHERE name = 'dbms.usage_report.enabled'"
+            " RETURN value"
+        )
+    assert [r["value"] for r in records] == ["false"]
