@@ -220,7 +220,6 @@ def test_the_neo4j_pps_starts_reports_no_usage(neo4j_server):
     auth = (neo4j_server.user, neo4j_server.password)
     with neo4j.GraphDatabase.driver(neo4j_server.uri, auth=auth) as driver:
         records, _, _ = driver.execute_query(
-            "SHOW SETTINGS YIELD name, value WHERE name = 'dbms.usage_report.enabled'"
-            " RETURN value"
+            "SHOW SETTINGS YIELD name, value WHERE name = 'dbms.usage_report.enabled' RETURN value"
         )
     assert [r["value"] for r in records] == ["false"]
