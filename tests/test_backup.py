@@ -251,6 +251,18 @@ def test_passphrase_archives_open_only_with_the_passphrase(tmp_path):
     assert token  # the same token: its hash is in the restored row
 
 
+def test_a_short_passphrase_or_no_terminal_to_ask_one_is_refused_by_name(tmp_path):
+    data = tmp_path / "data"
+    _small_entity(data, "wren", "the wren sings at the window")
+    archive = tmp_path / "wren.age"
+    short = pps("backup", str(archive), "--encrypt", "--data-dir", str(data),
+                PPS_BACKUP_PASSPHRASE="x")  # fmt: skip
+    refused(short, "at least 12 characters (this one has 1)")
+    unasked = pps("backup", str(archive), "--encrypt", "--data-dir", str(data))
+    refused(unasked, "no terminal to ask a passphrase on: set PPS_BACKUP_PASSPHRASE")
+    assert not archive.exists()
+
+
 def test_key_archives_open_only_with_the_identity(tmp_path):
     from pyrage import x25519
 
