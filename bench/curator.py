@@ -17,7 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import engine.graph.backend  # noqa: F401  (Graphiti's telemetry off)
 from engine.graph import curator
 from engine.graph.server import FalkorServer
 from engine.graph.store import GraphStore

@@ -251,6 +251,18 @@ def test_passphrase_archives_open_only_with_the_passphrase(tmp_path):
     assert token  # the same token: its hash is in the restored row
 
 
+def test_a_short_passphrase_or_no_terminal_to_ask_one_is_refused_by_name(tmp_path):
+    data = tmp_path / "data"
+    _small_entity(data, "wren", "the wren sings at the window")
+    archive = tmp_path / "wren.age"
+    short = pps("backup", str(archive), "--encrypt", "--data-dir", str(data),
+                PPS_BACKUP_PASSPHRASE="x")  # fmt: skip
+    refused(short, "at least 12 characters (this one has 1)")
+    unasked = pps("backup", str(archive), "--encrypt", "--data-dir", str(data))
+    refused(unasked, "no terminal to ask a passphrase on: set PPS_BACKUP_PASSPHRASE")
+    assert not archive.exists()
+
+
 def test_key_archives_open_only_with_the_identity(tmp_path):
     from pyrage import x25519
 
@@ -391,3 +403,36 @@ def test_backups_are_listed_to_the_operator_and_in_health_and_vectors_come_back(
         assert (again["vectors"], again["chunks"]) == (index["vectors"], index["chunks"])
         found = iris.post("/v1/search", json={"query": "flowers near the wall"}).json()
         assert found.get("fallback") is None and found["results"]
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda m: m.update(members={"database/pps.sqlite3": 1}), "members: input should be"),
+        (lambda m: m["members"][0].update(size="big"), "members.0.size"),
+        (lambda m: m.update(entities=None), "entities: input should be"),
+        (lambda m: m.pop("prefix_bytes"), "prefix_bytes: field required"),
+    ],
+)
+def test_a_manifest_resealed_over_another_shape_is_refused_by_name(
+    streamed, tmp_path, change, named
+):
+    """An archive whose manifest was changed and sealed anew (the seal is a checksum, not a
+    signature): refused in one line that names the field, no traceback, nothing written."""
+    with tarfile.open(streamed["archive"]) as tar:
+        contents = {m.name: tar.extractfile(m).read() for m in tar}
+    manifest = json.loads(contents["manifest.json"])
+    change(manifest)
+    text = json.dumps(manifest).encode()
+    contents["manifest.json"] = text
+    contents["manifest.json.sha256"] = (hashlib.sha256(text).hexdigest() + "\n").encode()
+    altered = tmp_path / "altered.tar"
+    with tarfile.open(altered, "w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in contents.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    result = restore(altered, tmp_path / "restored")
+    refused(result, named)
+    assert isinstance(result.exception, SystemExit)  # a message, not a traceback
+    assert not (tmp_path / "restored").exists()

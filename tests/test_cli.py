@@ -304,6 +304,29 @@ def test_serve_on_a_port_in_use_says_so_before_loading_the_engine(tmp_path):
         )
     code, loaded = json.loads(done.stdout.splitlines()[-1])
     assert code == 1, done.stderr
-    assert f"port {port} on 127.0.0.1 is in use" in done.stderr and "--port" in done.stderr
-    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert f"port {port} on 127.0.0.1 is in use by another program" in done.stderr
+    assert "--port" in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
     assert not set(loaded) & set(HEAVY), sorted(set(loaded) & set(HEAVY))
+    assert not (tmp_path / "data").exists()  # a refused start touches no data dir
+
+
+def test_serve_on_the_port_of_another_pps_names_it(server, tmp_path):
+    done = pps("serve", "--port", str(server.port), "--data-dir", str(tmp_path / "new"))
+    assert done.returncode == 1
+    assert f"port {server.port} on 127.0.0.1 is in use by another pps serve" in done.stderr
+    assert not (tmp_path / "new").exists()
+
+
+def test_version_names_the_installed_pps():
+    from importlib.metadata import version
+
+    done = pps("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"pps {version('pps')}"
+
+
+def test_queue_of_an_entity_that_does_not_exist_is_refused(tmp_path):
+    data = ["--data-dir", str(tmp_path / "data")]
+    for command in (["queue"], ["queue", "retry"]):
+        done = pps(*command, "--entity", "nobody", *data)
+        assert done.returncode == 1 and "no entity named 'nobody'" in done.stderr, done.stderr

@@ -216,6 +216,11 @@ def test_pps_waits_for_a_healthy_neo4j(services):
     assert condition == "service_healthy", f"pps waits for neo4j {condition!r}, not healthy"
 
 
+def test_neo4j_reports_no_usage(services):
+    """pps sends nothing anywhere, and neither does the Neo4j compose runs beside it."""
+    assert environment(services["neo4j"]).get("NEO4J_dbms_usage__report_enabled") == "false"
+
+
 @pytest.mark.parametrize("name", ["neo4j", "pps"])
 def test_data_lives_on_a_declared_named_volume(compose, name):
     data = [m for m in mounts(compose["services"][name]) if m.get("target") == "/data"]

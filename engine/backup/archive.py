@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from pydantic import BaseModel, ValidationError
+
 from engine.backup import records, scope
 from engine.search import homes
 from engine.store import timestamps
@@ -63,6 +65,28 @@ GRAPH_NOTE = (
 
 class BackupError(Exception):
     """Why a backup or a restore did not happen; nothing was left behind."""
+
+
+class _Member(BaseModel):
+    path: str
+    size: int
+    sha256: str
+
+
+class _Listed(BaseModel):
+    name: str
+    home: str = ""
+
+
+class _Manifest(BaseModel):
+    """The parts of a manifest a restore reads, as a restore needs them: a manifest whose
+    seal was made anew over other shapes is refused with the field that is wrong."""
+
+    schema_version: int
+    members: list[_Member]
+    entities: list[_Listed]
+    prefix_bytes: int
+    prefix_sha256: str
 
 
 @dataclass
@@ -647,8 +671,15 @@ def _verify(source) -> dict:
         manifest = json.loads(text)
     except ValueError:
         raise _damaged("the manifest is not JSON") from None
-    if manifest.get("format") != FORMAT:
-        raise BackupError(f"not a {FORMAT} archive (format {manifest.get('format')!r})")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise BackupError(f"not a {FORMAT} archive (format {found!r})")
+    try:
+        _Manifest.model_validate(manifest)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise _damaged(f"the manifest's {where}: {first['msg'].lower()}") from None
     newest = migrations(MIGRATIONS_DIR)[-1].version
     if manifest.get("schema_version", 0) > newest:
         raise BackupError(

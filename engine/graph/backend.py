@@ -14,7 +14,6 @@ The services that use it live in engine.graph.texture.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from datetime import UTC, datetime
@@ -24,9 +23,6 @@ from engine.llm import budget
 from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
-
-# Graphiti reports usage to PostHog unless told not to; this package is the only way in.
-os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"
 
 log = logging.getLogger("pps.graph")
 

@@ -13,7 +13,7 @@ How it is wired, and why:
 - What differs between the two servers (connecting, indexes, the word and vector
   searches) is in `_FalkorDB` and `_Neo4j`, behind one small interface (`_Server`);
   the rest of the store is written once for both.
-- No cross-encoder (searches use the RRF recipes) and telemetry off.
+- No cross-encoder (searches use the RRF recipes); telemetry is off (engine/__init__.py).
 - An episode is added under its own uuid, derived from its events: the episode node is
   written first, then Graphiti extracts into it (`add_episode(uuid=...)` reprocesses an
   existing node), then the node is marked complete. Before adding, the state is checked:

@@ -11,6 +11,7 @@ they share live in `options`.
 from __future__ import annotations
 
 import importlib
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
@@ -73,8 +74,21 @@ app = typer.Typer(
 )
 
 
+def _version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        typer.echo(f"pps {version('pps')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def pps() -> None:
+def pps(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
     """pps — Pattern Persistence Service: one memory for every channel of an AI entity."""
 
 

@@ -6,6 +6,7 @@ checking the whole archive; there is no restore over HTTP."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +15,7 @@ import typer
 from pps.cli.options import DataDir, fail, settings_for
 
 PASSPHRASE_ENV = "PPS_BACKUP_PASSPHRASE"
+MIN_PASSPHRASE = 12
 
 
 def backup(
@@ -120,7 +122,17 @@ def restore(
 
 
 def _passphrase(confirm: bool) -> str:
+    """The passphrase from PPS_BACKUP_PASSPHRASE, else asked on the terminal (twice for a
+    backup). A new archive's passphrase has at least MIN_PASSPHRASE characters: whoever
+    holds the file can try passphrases offline, as fast as scrypt lets them."""
     given = os.environ.get(PASSPHRASE_ENV)
-    if given:
-        return given
-    return typer.prompt("Passphrase", hide_input=True, confirmation_prompt=confirm)
+    if not given:
+        if not sys.stdin.isatty():
+            fail(
+                f"no terminal to ask a passphrase on: set {PASSPHRASE_ENV}"
+                + (" or encrypt to a key with --recipient" if confirm else "")
+            )
+        given = typer.prompt("Passphrase", hide_input=True, confirmation_prompt=confirm)
+    if confirm and len(given) < MIN_PASSPHRASE:
+        fail(f"a passphrase needs at least {MIN_PASSPHRASE} characters (this one has {len(given)})")
+    return given

@@ -62,14 +62,21 @@ def fail(message: str) -> None:
 def graph_entities(entity: str | None, data_dir, doing: str) -> tuple:
     """(settings, the open database, the entity names) for a command over the graph: the
     one entity named (which must exist), or every entity. Fails without a graph."""
-    from engine.capture import entities
     from engine.store.db import Database
 
     settings = settings_for(data_dir=data_dir)
     if settings.graph_backend == "none":
         fail(f"GRAPH_BACKEND=none: there is no graph to {doing}")
     db = Database.open(settings)
+    known = entity_names(db, entity)
+    return settings, db, [entity] if entity else known
+
+
+def entity_names(db, entity: str | None) -> list[str]:
+    """Every entity's name; fails when `entity` is given and is not one of them."""
+    from engine.capture import entities
+
     known = [e.name for e in entities.list_all(db)]
     if entity is not None and entity not in known:
         fail(f"no entity named {entity!r}")
-    return settings, db, [entity] if entity else known
+    return known

@@ -8,7 +8,7 @@ import typer
 
 from engine.store import queue
 from engine.store.db import Database
-from pps.cli.options import DataDir, EntityOpt, settings_for
+from pps.cli.options import DataDir, EntityOpt, entity_names, settings_for
 
 app = typer.Typer(
     help="The durable job queue: counts by state, dead jobs with their errors, pauses.",
@@ -21,7 +21,9 @@ def queue_show(ctx: typer.Context, entity: EntityOpt = None, data_dir: DataDir =
     """Show jobs by state, the oldest unfinished job's age, pauses and dead jobs."""
     if ctx.invoked_subcommand is not None:
         return
-    state = queue.status(Database.open(settings_for(data_dir=data_dir)), entity)
+    db = Database.open(settings_for(data_dir=data_dir))
+    entity_names(db, entity)
+    state = queue.status(db, entity)
     typer.echo("jobs  " + "  ".join(f"{name} {n}" for name, n in state.counts.items()))
     age = state.oldest_pending_age_s
     typer.echo(f"oldest unfinished job: {'none' if age is None else f'{age:.1f} s old'}")
@@ -41,5 +43,7 @@ def queue_retry(
     data_dir: DataDir = None,
 ) -> None:
     """Put retrying and waiting jobs (and dead ones, with --dead) back to pending now."""
-    n = queue.retry(Database.open(settings_for(data_dir=data_dir)), entity, dead=dead)
+    db = Database.open(settings_for(data_dir=data_dir))
+    entity_names(db, entity)
+    n = queue.retry(db, entity, dead=dead)
     typer.echo(f"{n} jobs put back")

@@ -45,19 +45,21 @@ def serve(
             f"refusing to listen on {settings.host}: it is not a loopback address. "
             "pps has no TLS of its own; put a TLS proxy in front and pass --allow-remote."
         )
+    listening = _listen(settings.host, settings.port)  # before the data dir is touched
     try:
         lock = DataDirLock.acquire(
             settings.data_dir, "pps serve", host=settings.host, port=settings.port
         )
     except DataDirBusy as busy:
+        listening.close()
         fail(
             f"{busy}: one server per data dir. Use that one"
             f"{f' ({busy.owner.url})' if busy.owner.url else ''}, stop it first, or give"
             " this one another --data-dir."
         )
     except OSError as exc:
+        listening.close()
         fail(f"cannot use the data dir {settings.data_dir}: {exc.strerror or exc}")
-    listening = _listen(settings.host, settings.port)
     _log_plainly()
     logging.getLogger("pps.serve").info(
         "data dir %s; pid %s; http://%s:%s", settings.data_dir, lock.owner.pid, *_hostport(settings)
@@ -95,12 +97,26 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
+            who = "another pps serve" if _pps_answers(host, port) else "another program"
             fail(
-                f"port {port} on {host} is in use by another program: stop it, or choose"
+                f"port {port} on {host} is in use by {who}: stop it, or choose"
                 " another port with --port (or PPS_PORT)"
             )
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
     return sock
+
+
+def _pps_answers(host: str, port: int) -> bool:
+    """Whether what listens on host:port answers /health as pps does."""
+    import httpx
+
+    loopback = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    where = f"[{loopback}]" if ":" in loopback else loopback
+    try:
+        body = httpx.get(f"http://{where}:{port}/health", timeout=2).json()
+    except (httpx.HTTPError, ValueError):
+        return False
+    return isinstance(body, dict) and "database" in body.get("components", {})
 
 
 def _log_plainly() -> None:

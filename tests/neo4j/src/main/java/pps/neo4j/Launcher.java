@@ -42,6 +42,8 @@ public final class Launcher {
             .setConfig(BoltConnector.enabled, true)
             .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
             .setConfig(GraphDatabaseSettings.auth_enabled, true)
+            // Neo4j reports usage to its makers unless told not to; pps sends nothing.
+            .setConfig(GraphDatabaseSettings.udc_enabled, false)
             // No grace period for clients on SIGTERM (Bolt waits ~10 s otherwise).
             .setConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ZERO)
             .setConfig(BoltConnectorInternalSettings.thread_pool_shutdown_wait_time, Duration.ZERO)
