@@ -27,6 +27,7 @@ from engine.store.errors import (
     InputError,
     NotFound,
     Unavailable,
+    bearer_challenge,
     from_validation,
 )
 from engine.store.lock import SERVE, DataDirLock
@@ -162,7 +163,8 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Unauthorized)
     async def unauthorized(request: Request, exc: Unauthorized):
         problems = [FieldProblem("Authorization", exc.problem)]
-        return problem_response(401, "unauthorized", problems, **{"WWW-Authenticate": "Bearer"})
+        challenge = bearer_challenge(exc.problem if exc.wrong else None)
+        return problem_response(401, "unauthorized", problems, **{"WWW-Authenticate": challenge})
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound):
