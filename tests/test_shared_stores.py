@@ -316,6 +316,11 @@ def test_the_same_text_by_the_same_writer_is_stored_once(server, make_client, st
     tool(server, alice, "memory_update", id=other, text="Retro is on Thursdays.")
     assert tool(server, alice, "memory_add", text="Retro is on Thursdays.") == other
     assert tool(server, alice, "memory_stats")["by_agent"] == {alice.entity: 2, bob.entity: 1}
+    # A memory stored before texts were hashed (a data dir from before migration 0070).
+    with server.db.write() as conn:
+        conn.execute("UPDATE shared_memories SET text_hash = NULL WHERE store = ?", (team,))
+    assert tool(server, alice, "memory_add", text=text) == first
+    assert tool(server, alice, "memory_stats")["total"] == 3
 
 
 def test_operator_acts_need_the_operator_token(server, make_client):

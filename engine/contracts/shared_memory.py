@@ -232,6 +232,7 @@ def add(index: Index, access: Access, new: AddIn) -> Added:
     home = index.home(access.key)
     digest = _text_hash(text)
     with _adding:  # one add at a time looks for the text and stores it (one server a data dir)
+        _hash_older(index, access, home)
         existing = _records(index, access.store, writer=access.caller, text_hash=digest)
         for record in existing.values():
             with contextlib.suppress(OSError, NotFound):
@@ -500,6 +501,27 @@ def _text_hash(text: str) -> str:
     """What makes two memories the same text: their text without the blank lines and
     spaces around it."""
     return hashlib.sha256(text.strip().encode()).hexdigest()
+
+
+def _hash_older(index: Index, access: Access, home: Home) -> None:
+    """Hash the texts of the caller's memories stored before texts were hashed (migration
+    0070), once, so they are matched too; a file that cannot be read gets an empty hash,
+    which no text has."""
+    rows = index.db.conn.execute(
+        "SELECT id FROM shared_memories WHERE store = ? AND written_by = ?"
+        " AND text_hash IS NULL AND origin IS NULL",
+        (access.store, access.caller),
+    ).fetchall()
+    for row in rows:
+        try:
+            digest = _text_hash(_read(home, _path(row["id"]))[1])
+        except (OSError, NotFound):
+            digest = ""
+        with index.db.write() as conn:
+            conn.execute(
+                "UPDATE shared_memories SET text_hash = ? WHERE store = ? AND id = ?",
+                (digest, access.store, row["id"]),
+            )
 
 
 def _save(index: Index, store: str, record: dict) -> None:
