@@ -31,7 +31,8 @@ PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
 
 def mount(app: FastAPI, host: str) -> Callable[[], AsyncIterator[None]]:
     """Add a route per profile; return the lifespan that runs their session managers."""
-    logging.getLogger("mcp.server.streamable_http").addFilter(_NO_SESSION_TO_END)  # once
+    # The same filter object: added once however many apps are made in one process.
+    logging.getLogger("mcp.server.streamable_http").addFilter(_NO_SESSION_TO_END)
     servers = []
     for name, (path, build) in PROFILES.items():
         server = build()
