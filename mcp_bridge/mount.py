@@ -7,6 +7,7 @@ request stands alone and is authenticated on its own.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -17,7 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from engine.capture import entities
-from engine.store.errors import FieldProblem, problem_body
+from engine.store.errors import FieldProblem, bearer_challenge, problem_body
 from mcp_bridge import PATHS, openclaw, pps, shared_memory, wordwalker
 
 PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
@@ -30,6 +31,8 @@ PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
 
 def mount(app: FastAPI, host: str) -> Callable[[], AsyncIterator[None]]:
     """Add a route per profile; return the lifespan that runs their session managers."""
+    # The same filter object: added once however many apps are made in one process.
+    logging.getLogger("mcp.server.streamable_http").addFilter(_NO_SESSION_TO_END)
     servers = []
     for name, (path, build) in PROFILES.items():
         server = build()
@@ -52,23 +55,43 @@ def mount(app: FastAPI, host: str) -> Callable[[], AsyncIterator[None]]:
 
 
 class BearerEntity:
-    """Let a request through only with a valid entity token, and record whose it is."""
+    """Let a request through only with a valid entity token, and record whose it is.
+
+    The header is read as Starlette reads every header (latin-1, which any bytes are), so
+    bytes that are not UTF-8 are a wrong token, a 401, as on /v1. A 401 challenges as
+    RFC 6750 says: `Bearer` alone when no bearer token came, with
+    `error="invalid_token"` when one came and is no entity's."""
 
     def __init__(self, app):
         self.app = app
 
     async def __call__(self, scope, receive, send):
         headers = dict(scope["headers"])
-        scheme, _, token = headers.get(b"authorization", b"").decode().partition(" ")
-        db = scope["app"].state.db
-        entity = entities.authenticate(db, token.strip()) if scheme.lower() == "bearer" else None
+        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        token = token.strip() if scheme.lower() == "bearer" else ""
+        entity = entities.authenticate(scope["app"].state.db, token) if token else None
         if entity is None:
-            problem = "missing" if not token else "unknown or revoked token"
+            wrong = UNKNOWN_TOKEN if token else None
             response = JSONResponse(
-                problem_body("unauthorized", [FieldProblem("Authorization", problem)]),
+                problem_body("unauthorized", [FieldProblem("Authorization", wrong or MISSING)]),
                 status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
+                headers={"WWW-Authenticate": bearer_challenge(wrong)},
             )
             return await response(scope, receive, send)
         scope.setdefault("state", {})["entity"] = entity
         await self.app(scope, receive, send)
+
+
+MISSING = "missing: send 'Authorization: Bearer <token>'"
+UNKNOWN_TOKEN = "unknown or revoked token"
+
+
+class _NoSessionToEnd(logging.Filter):
+    """The SDK logs `Terminating session: None` at the end of every stateless request
+    (INFO, one line per MCP call): there was no session, so nothing is said."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Terminating session: None"
+
+
+_NO_SESSION_TO_END = _NoSessionToEnd()

@@ -49,7 +49,8 @@ def memory_search(
     query: Annotated[str, Field(description="What you want to recall, in words.")],
     top_k: Annotated[int, Field(description="How many chunks, 1-100.")] = 5,
     agent_filter: Annotated[
-        str | None, Field(description="Only chunks with this agent label (metadata.agent).")
+        str | None,
+        Field(description="Only chunks this member wrote (metadata.written_by)."),
     ] = None,
     source_filter: Annotated[
         str | None,
@@ -64,7 +65,7 @@ def memory_search(
     such as ABC-123 count extra). Filters apply before ranking, so a narrow window
     still finds what is inside it. Returns [{id, text, metadata, score}], best first;
     metadata has agent (a label), source, kind, timestamp, tags and written_by (the
-    member who wrote it, recorded from its token)."""
+    member who wrote it, recorded from its token: what agent_filter chooses)."""
     me = caller(ctx)
     with tool_errors():
         ask = memories.SearchIn(
@@ -96,7 +97,8 @@ def memory_add(
     """Add an ad-hoc memory chunk to the shared store, searchable by every member as
     soon as this returns, recorded as written by you. Use it for something new; to
     change an existing memory use memory_update. Returns the new chunk's id (keep it
-    to update or forget it)."""
+    to update or forget it); a text you added to this store already is not stored
+    twice: the answer is that memory's id."""
     me = caller(ctx)
     with tool_errors():
         new = memories.AddIn(text=text, metadata=metadata)
@@ -142,7 +144,7 @@ def memory_forget(
         list[str] | None, Field(description="specific chunks (memory_search returns ids)")
     ] = None,
     agent_filter: Annotated[
-        str | None, Field(description="everything with this agent label")
+        str | None, Field(description="everything this member wrote (metadata.written_by)")
     ] = None,
     source_filter: Annotated[str | None, Field(description="everything from this source")] = None,
     dry_run: Annotated[
@@ -177,7 +179,8 @@ def memory_forget(
 
 @profile.tool(annotations=READ)
 def memory_stats(ctx: Context, store: Store = None) -> dict:
-    """Return collection statistics: total memories, by agent label and by source, the
+    """Return collection statistics: total memories, by agent (the member who wrote
+    them, recorded from its token; `operator` for the folder indexer) and by source, the
     collection (the store's name), the backend, the members, and members_edit
     (whether members may change each other's memories)."""
     me = caller(ctx)

@@ -13,8 +13,9 @@ from http import HTTPStatus
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
+from starlette.routing import compile_path
 
 from engine.runtime import Runtime
 from engine.store.config import Settings
@@ -27,6 +28,7 @@ from engine.store.errors import (
     InputError,
     NotFound,
     Unavailable,
+    bearer_challenge,
     from_validation,
 )
 from engine.store.lock import SERVE, DataDirLock
@@ -162,7 +164,8 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Unauthorized)
     async def unauthorized(request: Request, exc: Unauthorized):
         problems = [FieldProblem("Authorization", exc.problem)]
-        return problem_response(401, "unauthorized", problems, **{"WWW-Authenticate": "Bearer"})
+        challenge = bearer_challenge(exc.problem if exc.wrong else None)
+        return problem_response(401, "unauthorized", problems, **{"WWW-Authenticate": challenge})
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound):
@@ -208,20 +211,18 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def _methods_at(request: Request) -> list[str]:
-    """Every method some route serves at the request's path."""
-    scope = {
-        "type": "http",
-        "path": request.scope["path"],
-        "root_path": request.scope.get("root_path", ""),
-    }
-    return [
-        method
-        for method in _METHODS
-        if any(
-            route.matches({**scope, "method": method})[0] is Match.FULL
-            for route in request.app.router.routes
-        )
+    """Every method some route serves at the request's path. A fixed path answers for
+    itself: `/v1/anchors/search` lists its own route's methods, not those of
+    `/v1/anchors/{name}`, whose pattern it also fits."""
+    path = request.scope["path"]
+    fitting = [
+        (route.path == path, route.methods or set())
+        for route in iter_route_contexts(request.app.router.routes)
+        if route.path is not None and compile_path(route.path)[0].match(path)
     ]
+    fixed = [methods for exact, methods in fitting if exact]
+    served = set().union(*(fixed or [methods for _, methods in fitting]))
+    return [method for method in _METHODS if method in served]
 
 
 class BodyLimit:

@@ -7,6 +7,7 @@ import random
 
 import httpx
 import pytest
+from fastapi.routing import iter_route_contexts
 
 from engine.capture import entities
 from mcp_bridge import PATHS
@@ -142,7 +143,13 @@ def test_missing_or_wrong_token_is_401_and_stores_nothing(server, client, header
         response = anonymous.request(method, path, json=GOOD, params={"q": "x"}, headers=headers)
         assert response.status_code == 401, response.text
         assert response.json()["problems"][0]["field"] == "Authorization"
-        assert response.headers["WWW-Authenticate"] == "Bearer"
+        challenge = response.headers["WWW-Authenticate"]
+        if header == "Bearer pps_not-a-real-token":  # a token came, and is no one's
+            assert challenge == (
+                'Bearer error="invalid_token", error_description="unknown or revoked token"'
+            )
+        else:
+            assert challenge == "Bearer"
     assert _count(client) == 0
 
 
@@ -309,3 +316,24 @@ def test_a_method_a_route_does_not_take_is_a_405_listing_every_one_it_does(
     assert body["error"] == "method_not_allowed"
     [problem] = body["problems"]
     assert problem["field"] == "method" and allowed in problem["problem"]
+
+
+def test_a_fixed_path_lists_its_own_methods_not_its_neighbours(server, client):
+    """OPTIONS (a method no route takes) on every fixed path lists the methods served at
+    that path itself: /v1/anchors/search is its route's (POST), not also those of
+    /v1/anchors/{name} (GET, PUT, DELETE), whose pattern the path fits too."""
+    served: dict[str, set[str]] = {}
+    for route in iter_route_contexts(server.app.router.routes):
+        if "{" not in route.path:
+            served.setdefault(route.path, set()).update(route.methods or ())
+    wrong = {}
+    for path, methods in served.items():
+        response = client.options(path)
+        assert response.status_code == 405, (path, response.text)
+        listed = set(response.headers["Allow"].split(", "))
+        if listed != methods:
+            wrong[path] = (sorted(listed), sorted(methods))
+    assert not wrong, wrong
+    assert len(served) >= 80  # every fixed path of REST, the web face and MCP
+    # A path only a pattern fits still lists that route's methods.
+    assert client.options("/v1/anchors/x.md").headers["Allow"] == "GET, PUT, DELETE"

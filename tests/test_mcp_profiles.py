@@ -5,6 +5,8 @@ arguments, and another entity's memory out of reach through every one of them.""
 
 from __future__ import annotations
 
+import logging
+
 import httpx
 import pytest
 
@@ -84,14 +86,39 @@ def test_each_profile_lists_exactly_its_seed_tools(mcp, profile):
 
 @pytest.mark.parametrize("path", sorted(path for path, _ in mount.PROFILES.values()))
 def test_each_profile_needs_a_valid_token(server, path):
-    for headers in ({}, {"Authorization": "Bearer pps_wrong"}):
-        response = httpx.post(
-            f"{server.url}{path}",
-            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-            headers=headers,
+    wrong = 'Bearer error="invalid_token", error_description="unknown or revoked token"'
+    for header, challenge in [
+        (None, "Bearer"),
+        ("Basic dXNlcjpwdw==", "Bearer"),  # no bearer token: nothing to call invalid
+        ("Bearer pps_wrong", wrong),
+        (b"Bearer \xff\xfe\xc3(", wrong),  # not UTF-8 (was a 500); /v1 answers the same
+    ]:
+        for prefix in (path, "/v1/events"):
+            response = httpx.post(
+                f"{server.url}{prefix}",
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Authorization": header} if header is not None else {},
+            )
+            assert response.status_code == 401, (prefix, header, response.text)
+            assert response.json()["problems"][0]["field"] == "Authorization"
+            assert response.headers["WWW-Authenticate"] == challenge, (prefix, header)
+
+
+def test_a_stateless_request_logs_no_session_ending(server, client, caplog):
+    """Every MCP request is its own: the SDK's `Terminating session: None` line, once a
+    request from a client of the 2025 protocol versions (Claude Code's, a plain POST),
+    said nothing (there is no session) and is not logged."""
+    caplog.set_level(logging.INFO)
+    for version in (None, "2025-06-18"):
+        headers = {"Accept": "application/json, text/event-stream"}
+        if version:
+            headers["MCP-Protocol-Version"] = version
+        listed = client.post(
+            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers
         )
-        assert response.status_code == 401
-        assert response.json()["problems"][0]["field"] == "Authorization"
+        assert listed.status_code == 200 and listed.json()["result"]["tools"], listed.text
+    messages = [record.getMessage() for record in caplog.records]
+    assert not [m for m in messages if m.startswith("Terminating session")], messages
 
 
 # --- Word Walker ---------------------------------------------------------------------

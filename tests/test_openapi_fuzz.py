@@ -20,7 +20,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.core.parameters import ParameterLocation
-from schemathesis.specs.openapi.checks import allow_header_conformance, positive_data_acceptance
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from engine.capture import entities
 from engine.capture.words import keywords, word_pattern
@@ -73,26 +73,12 @@ def test_every_answer_is_documented(case, fuzzed):
     excluded = []
     if (case.method.upper(), case.path) in REFUSES_VALID:
         excluded.append(positive_data_acceptance)
-    if _shadowed(case.path):
-        # `Allow` on /v1/texture/search lists DELETE, rightly: DELETE /v1/texture/{uuid}
-        # serves that path too (uuid "search"). The check reads only this path's entry.
-        excluded.append(allow_header_conformance)
     # The real token for the one the case sends; a case whose headers are the invalid part
     # (the token left out, or not a bearer token) goes as generated, to be refused.
     generated = case.headers or {}
     if "Authorization" in generated and not case.meta.is_negative_at(ParameterLocation.HEADER):
         generated = {"Authorization": f"Bearer {token}"}
     case.call_and_validate(base_url=fuzzed.url, headers=generated, excluded_checks=excluded)
-
-
-def _shadowed(path: str) -> bool:
-    """Whether another, templated path of the description matches this one too."""
-    for other in schema.raw_schema["paths"]:
-        if other != path and "{" in other:
-            pattern = re.sub(r"\{[^}]+\}", "[^/]+", other)
-            if re.fullmatch(pattern, path):
-                return True
-    return False
 
 
 # --- the description's patterns mean what the service does ------------------------------

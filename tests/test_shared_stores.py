@@ -86,15 +86,16 @@ def test_two_members_share_one_store_and_each_writer_is_recorded(server, make_cl
     stats = tool(server, alice, "memory_stats")
     assert stats == {
         "total": 2,
-        "by_agent": {alice.entity: 1, "notes": 1},
+        "by_agent": {alice.entity: 1, bob.entity: 1},  # by writer; "notes" is a label
         "by_source": {"manual": 1, "tickets": 1},
         "collection": team,
         "backend": "pps",
         "members_edit": False,
         "members": sorted([alice.entity, bob.entity]),
     }
-    scoped = tool(server, alice, "memory_search", query="beta login", agent_filter="notes")
+    scoped = tool(server, alice, "memory_search", query="beta login", agent_filter=bob.entity)
     assert [m["id"] for m in scoped] == [theirs]
+    assert tool(server, alice, "memory_search", query="beta login", agent_filter="notes") == []
     assert tool(server, alice, "memory_search", query="beta", source_filter="tickets")[0]["id"] == (
         theirs
     )
@@ -123,6 +124,15 @@ def test_two_members_share_one_store_and_each_writer_is_recorded(server, make_cl
     found = tool(server, alice, "memory_search", query="I am Alice", top_k=1)
     assert found[0]["id"] == posed and found[0]["metadata"]["agent"] == alice.entity
     assert found[0]["metadata"]["written_by"] == bob.entity
+    # The label is metadata only: what counts and filters is the writer.
+    as_alice = tool(server, alice, "memory_search", query="I am Alice", agent_filter=alice.entity)
+    assert posed not in [m["id"] for m in as_alice]
+    as_bob = tool(server, alice, "memory_search", query="I am Alice", agent_filter=bob.entity)
+    assert as_bob[0]["id"] == posed
+    by_writer = tool(server, alice, "memory_stats")["by_agent"]
+    assert by_writer == {alice.entity: 1, bob.entity: 2}
+    dry = tool(server, bob, "memory_forget", agent_filter=alice.entity)
+    assert dry["matched"] == 0  # bob's own memory labelled alice is not "alice's"
     assert "forbidden" in failure(server, alice, "memory_update", id=posed, text="mine now")
 
     # Each still changes its own.
@@ -283,6 +293,36 @@ def test_members_use_the_same_tools_over_rest(server, make_client, store):
     assert stats["total"] == 1 and stats["by_agent"] == {alice.entity: 1}
 
 
+def test_the_same_text_by_the_same_writer_is_stored_once(server, make_client, store):
+    alice, bob = make_client(), make_client()
+    team = store(alice, bob)
+    text = "Standup moved to 9:30 from next week."
+    first = tool(server, alice, "memory_add", text=text, metadata={"tags": ["standup"]})
+    # Again (a retried call, an agent that forgot it wrote it): the memory already there.
+    assert tool(server, alice, "memory_add", text=f"\n{text}  \n") == first
+    again = alice.post(f"/v1/shared/{team}/add", json={"text": text, "metadata": {"kind": "x"}})
+    assert again.status_code == 200, again.text
+    assert again.json()["id"] == first and again.json()["duplicate"] is True
+    assert again.json()["metadata"]["tags"] == ["standup"]  # that memory's, unchanged
+    assert again.json()["metadata"]["kind"] == "note"
+    assert tool(server, alice, "memory_stats")["total"] == 1
+    # Another writer's same text is its own memory; so is a different text of alice's.
+    bobs = bob.post(f"/v1/shared/{team}/add", json={"text": text})
+    assert bobs.status_code == 201 and bobs.json()["id"] != first
+    assert bobs.json()["duplicate"] is False
+    other = tool(server, alice, "memory_add", text="Standup moved to 10:00.")
+    assert other != first
+    # A text changed in place is matched by its new words.
+    tool(server, alice, "memory_update", id=other, text="Retro is on Thursdays.")
+    assert tool(server, alice, "memory_add", text="Retro is on Thursdays.") == other
+    assert tool(server, alice, "memory_stats")["by_agent"] == {alice.entity: 2, bob.entity: 1}
+    # A memory stored before texts were hashed (a data dir from before migration 0070).
+    with server.db.write() as conn:
+        conn.execute("UPDATE shared_memories SET text_hash = NULL WHERE store = ?", (team,))
+    assert tool(server, alice, "memory_add", text=text) == first
+    assert tool(server, alice, "memory_stats")["total"] == 3
+
+
 def test_operator_acts_need_the_operator_token(server, make_client):
     alice = make_client()
     operator = server.pps("operator", "token").strip()
@@ -345,7 +385,7 @@ def test_the_folder_indexer_reruns_without_duplicates(server, make_client, store
     assert index() == {"added": 2, "updated": 0, "unchanged": 0, "removed": 0}
     assert index() == {"added": 0, "updated": 0, "unchanged": 2, "removed": 0}
     stats = tool(server, alice, "memory_stats")
-    assert stats["by_agent"] == {"notes": 2} and stats["by_source"] == {"markdown": 2}
+    assert stats["by_agent"] == {"operator": 2} and stats["by_source"] == {"markdown": 2}
     found = tool(server, alice, "memory_search", query="when does the beta ship?")
     assert found[0]["id"] == "markdown/notes/decisions.md"
     assert found[0]["metadata"]["written_by"] == "operator"

@@ -13,6 +13,7 @@ import pytest
 
 from engine.capture import entities
 from engine.store import queue
+from pps.web.sessions import SignIns
 from tests.conftest import AppServer
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -138,13 +139,80 @@ def test_the_session_cookie_is_http_only_strict_and_scoped_to_ui(make_ui):
     assert len(session_id) >= 40 and ui.token not in cookie
 
 
-def test_a_wrong_token_is_refused_without_echoing_it(make_ui):
+class Clock:
+    """The sign-in throttle's clock (time.monotonic's kind), moved only by the test."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def sign_in_clock(server):
+    """A fresh sign-in throttle on a clock the test moves; the server's own is put back
+    after, so a wrong token here slows no other test's sign-in."""
+    clock, own = Clock(), server.app.state.ui_sign_ins
+    server.app.state.ui_sign_ins = SignIns(clock)
+    yield clock
+    server.app.state.ui_sign_ins = own
+
+
+def test_a_wrong_token_is_refused_without_echoing_it(make_ui, sign_in_clock):
     ui = make_ui(f"lyra-{next(_n)}")
     wrong = "pps_" + "x" * 40
     answer = ui.sign_in(token=wrong)
     assert answer.status_code == 401 and "Unknown or revoked token" in answer.text
     assert wrong not in answer.text and "pps_ui=" not in answer.headers.get("set-cookie", "")
     assert ui.get("/ui/timeline").headers["location"] == "/ui"
+
+
+def test_wrong_tokens_slow_the_next_sign_in_down_doubling(make_ui, sign_in_clock, caplog):
+    caplog.set_level(logging.INFO, logger="pps.web")
+    ui = make_ui(f"lyra-{next(_n)}")
+    wrong = "pps_" + "y" * 40
+    assert ui.sign_in(token=wrong).status_code == 401
+    for expected in (1, 2, 4, 8):
+        # Inside the window even the right token is not looked at: 429, nothing slept.
+        held = ui.sign_in()
+        assert held.status_code == 429 and held.headers["Retry-After"] == str(expected)
+        assert f"try again in {expected} s" in held.text and "pps_ui=" not in held.headers.get(
+            "set-cookie", ""
+        )
+        sign_in_clock.advance(expected - 0.5)
+        again = ui.sign_in()  # a try in the window neither counts nor moves it
+        assert again.status_code == 429 and again.headers["Retry-After"] == "1"
+        sign_in_clock.advance(0.5)
+        assert ui.sign_in(token=wrong).status_code == 401
+    refused = [r.getMessage() for r in caplog.records if "was refused" in r.getMessage()]
+    assert len(refused) == 5 and "from 127.0.0.1" in refused[-1]
+    assert "5 wrong in a row" in refused[-1] and "in 16 s" in refused[-1]
+    assert wrong not in caplog.text
+    sign_in_clock.advance(16)
+    assert ui.sign_in().status_code == 303  # the owner's token, once the window is over
+    # A success forgets the failures: the next wrong token waits 1 s again.
+    other = make_ui(f"lyra-{next(_n)}")
+    assert other.sign_in(token=wrong).status_code == 401
+    assert other.sign_in().headers["Retry-After"] == "1"
+
+
+def test_the_wait_is_capped_and_forgotten(make_ui, sign_in_clock):
+    """Tokens are long, so the throttle never locks anyone out: at most a minute after
+    the last wrong token, and a quarter of an hour later it is forgotten."""
+    ui = make_ui(f"lyra-{next(_n)}")
+    wrong = "pps_" + "z" * 40
+    for _ in range(12):
+        assert ui.sign_in(token=wrong).status_code == 401
+        sign_in_clock.advance(int(ui.sign_in().headers["Retry-After"]))
+    assert ui.sign_in(token=wrong).status_code == 401
+    assert ui.sign_in().headers["Retry-After"] == "60"
+    sign_in_clock.advance(16 * 60)
+    assert ui.sign_in(token=wrong).status_code == 401
+    assert ui.sign_in().headers["Retry-After"] == "1"
 
 
 def test_signing_out_ends_the_session_on_the_server(lyra, server):
@@ -380,8 +448,15 @@ def test_an_audit_judgment_needs_the_csrf_token_and_a_real_item(lyra):
     form = lyra.http.post("/ui/audit/judge", data={**body, "relevant": "1"})
     assert form.status_code == 403 and "CSRF" in form.text
     assert lyra.api.get("/v1/audit/precision").json()["judged"] == 0
+    # A rank past the recall's items names an item that is not there: 404, as docs/rest.md
+    # says of what is stored (the body itself is valid), on REST and the web face alike.
     past = judge(lyra, entry["id"], 99, True)
-    assert past.status_code == 422 and past.json()["problems"][0]["field"] == "rank"
+    assert past.status_code == 404 and past.json()["problems"][0]["field"] == "rank"
+    rest = lyra.api.post(
+        "/v1/audit/judgments", json={"log_id": entry["id"], "rank": 99, "relevant": True}
+    )
+    assert rest.status_code == 404 and rest.json()["problems"][0]["field"] == "rank"
+    assert "surfaced" in rest.json()["problems"][0]["problem"]
     assert judge(lyra, 10**12, 1, True).status_code == 404
     assert lyra.post("/ui/audit/judge", {**body, "relevant": "maybe"}).status_code == 422
 

@@ -10,10 +10,13 @@ memory_forget deletes it; each is indexed before the call returns, and search ra
 store exactly as it ranks an entity's memory (engine/search/hybrid.py).
 
 Who wrote a memory is recorded in the database from the caller's token
-(`shared_memories.written_by`): no metadata can set or change it. `metadata.agent` is a
-label the caller may set (default: its own name), as the seed's indexer labels its
-chunks `notes`; agent_filter and by_agent read the label. A member changes and deletes
-only what it wrote, unless the store was created with --members-edit. The folder
+(`shared_memories.written_by`): no metadata can set or change it, and it is what
+agent_filter chooses and by_agent counts, so no member can make its memory pass for
+another's. `metadata.agent` is a label the caller may set (default: its own name), as
+the seed's indexer labels its chunks `notes`; it is kept and answered as metadata only.
+A member changes and deletes only what it wrote, unless the store was created with
+--members-edit. The same text added again by the same writer to the same store is not
+stored twice: memory_add answers with the memory already there (`duplicate`). The folder
 indexer writes as the operator, under source `markdown` (which members cannot use), one
 memory per file, `markdown/<agent>/<path in the folder>`.
 """
@@ -25,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 import uuid
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
@@ -79,7 +83,7 @@ _SUFFIXES = (".md", ".markdown")
 class SearchIn(Request):
     query: Query = Field(description="What you want to recall, in words.")
     top_k: int = Field(5, description="How many memories, 1-100.")
-    agent_filter: str | None = Field(None, description="Only memories with this agent label.")
+    agent_filter: str | None = Field(None, description="Only memories this member wrote.")
     source_filter: str | None = Field(None, description="Only memories of this source.")
     since: str | None = Field(None, description="ISO timestamp or date: only from then on.")
 
@@ -102,7 +106,7 @@ class UpdateIn(Request):
 
 class ForgetIn(Request):
     ids: list[str] | None = Field(None, description="Memories to delete.")
-    agent_filter: str | None = Field(None, description="Everything with this agent label.")
+    agent_filter: str | None = Field(None, description="Everything this member wrote.")
     source_filter: str | None = Field(None, description="Everything of this source.")
     dry_run: bool = Field(True, description="True (default): only report what would go.")
     expect_count: int | None = Field(
@@ -123,6 +127,11 @@ class Memory(BaseModel):
 class Added(BaseModel):
     id: str
     metadata: dict[str, Any]
+    duplicate: bool = Field(
+        False,
+        description="true: the writer had added this text to the store already; that"
+        " memory is the answer, unchanged, and nothing was stored.",
+    )
 
 
 class Updated(BaseModel):
@@ -159,7 +168,7 @@ class Indexed(BaseModel):
 
 
 def search_memories(index: Index, access: Access, ask: SearchIn) -> list[Memory]:
-    """The best `top_k` memories for the query. The filters (agent label, source, since
+    """The best `top_k` memories for the query. The filters (the writer, source, since
     to the moment) choose the memories before ranking, so a narrow window on a large
     store still returns the matches inside it."""
     if not 1 <= ask.top_k <= MAX_TOP_K:
@@ -201,7 +210,8 @@ def search_memories(index: Index, access: Access, ask: SearchIn) -> list[Memory]
 
 def add(index: Index, access: Access, new: AddIn) -> Added:
     """Write a new fragment holding the text and its metadata, recorded as the caller's,
-    indexed at once."""
+    indexed at once; or, when the caller has added the same text to this store already,
+    answer with that memory (`duplicate`), changing nothing."""
     text = check_text("text", new.text, index.settings.search_max_text_bytes)
     given = _checked_metadata(new.metadata or {})
     agent = given.pop("agent", None) or access.caller
@@ -220,12 +230,20 @@ def add(index: Index, access: Access, new: AddIn) -> Added:
         **{key: value for key, value in given.items() if value is not None},
     }
     home = index.home(access.key)
-    folder = f"{homes.FRAGMENTS}/{source}/{moment[:7]}"
-    path = homes.write_new(
-        home, folder, f"{moment[:10]}_{slug(text)}", with_front_matter(header, text)
-    )
-    record = _record_new(access, _id(path), agent, source, moment)
-    _save(index, access.store, record)
+    digest = _text_hash(text)
+    with _adding:  # one add at a time looks for the text and stores it (one server a data dir)
+        _hash_older(index, access, home)
+        existing = _records(index, access.store, writer=access.caller, text_hash=digest)
+        for record in existing.values():
+            with contextlib.suppress(OSError, NotFound):
+                stored, _ = _read(home, _path(record["id"]))
+                return Added(id=record["id"], metadata=_metadata(record, stored), duplicate=True)
+        folder = f"{homes.FRAGMENTS}/{source}/{moment[:7]}"
+        path = homes.write_new(
+            home, folder, f"{moment[:10]}_{slug(text)}", with_front_matter(header, text)
+        )
+        record = _record_new(access, _id(path), agent, source, moment, digest)
+        _save(index, access.store, record)
     index.sync_file(access.key, path)
     return Added(id=record["id"], metadata=_metadata(record, header))
 
@@ -283,6 +301,8 @@ def update(index: Index, access: Access, change: UpdateIn) -> Updated:
     if changed:
         _rewrite(home, relative, with_front_matter(new_header, new_body))
         new_record.update(updated_at=timestamps.now(), updated_by=access.caller)
+        if change.text is not None:
+            new_record["text_hash"] = _text_hash(new_body)
         _save(index, access.store, new_record)
         index.sync_file(access.key, relative)
     return Updated(id=memory_id, changed=changed, metadata=_metadata(new_record, new_header))
@@ -309,7 +329,7 @@ def forget(index: Index, access: Access, ask: ForgetIn) -> Forgotten:
         found = [
             r
             for r in found
-            if (ask.agent_filter is None or r["agent"] == ask.agent_filter)
+            if (ask.agent_filter is None or r["written_by"] == ask.agent_filter)
             and (source is None or r["source"] == source)
         ]
     else:
@@ -337,8 +357,9 @@ def forget(index: Index, access: Access, ask: ForgetIn) -> Forgotten:
 
 
 def stats(index: Index, access: Access) -> Stats:
-    """How many memories the store holds, by agent label and by source; its members
-    and whether they may change each other's memories."""
+    """How many memories the store holds, by writer (`by_agent`: the member, or the
+    operator, whose token wrote them) and by source; its members and whether they may
+    change each other's memories."""
     conn = index.db.conn
 
     def counts(column: str) -> dict[str, int]:
@@ -349,7 +370,7 @@ def stats(index: Index, access: Access) -> Stats:
         )
         return {row[0]: row[1] for row in rows}
 
-    by_agent = counts("agent")
+    by_agent = counts("written_by")
     store = stores.get(index.db, access.store)
     return Stats(
         total=sum(by_agent.values()),
@@ -425,13 +446,14 @@ def index_folder(index: Index, access: Access, folder: Path, agent: str) -> Inde
 def _records(
     index: Index,
     store: str,
-    agent: str | None = None,
+    writer: str | None = None,
     source: str | None = None,
     since: str | None = None,
     ids: list[str] | None = None,
+    text_hash: str | None = None,
 ) -> dict[str, dict]:
     clauses, params = ["store = ?"], [store]
-    for column, value in (("agent", agent), ("source", source)):
+    for column, value in (("written_by", writer), ("source", source), ("text_hash", text_hash)):
         if value is not None:
             clauses.append(f"{column} = ?")
             params.append(value)
@@ -448,7 +470,14 @@ def _records(
     return {row["id"]: dict(row) for row in rows}
 
 
-def _record_new(access: Access, memory_id: str, agent: str, source: str, moment: str) -> dict:
+def _record_new(
+    access: Access,
+    memory_id: str,
+    agent: str,
+    source: str,
+    moment: str,
+    text_hash: str | None = None,
+) -> dict:
     now = timestamps.now()
     return {
         "id": memory_id,
@@ -461,7 +490,38 @@ def _record_new(access: Access, memory_id: str, agent: str, source: str, moment:
         "created_at": now,
         "updated_at": now,
         "updated_by": access.caller,
+        "text_hash": text_hash,
     }
+
+
+_adding = threading.Lock()
+
+
+def _text_hash(text: str) -> str:
+    """What makes two memories the same text: their text without the blank lines and
+    spaces around it."""
+    return hashlib.sha256(text.strip().encode()).hexdigest()
+
+
+def _hash_older(index: Index, access: Access, home: Home) -> None:
+    """Hash the texts of the caller's memories stored before texts were hashed (migration
+    0070), once, so they are matched too; a file that cannot be read gets an empty hash,
+    which no text has."""
+    rows = index.db.conn.execute(
+        "SELECT id FROM shared_memories WHERE store = ? AND written_by = ?"
+        " AND text_hash IS NULL AND origin IS NULL",
+        (access.store, access.caller),
+    ).fetchall()
+    for row in rows:
+        try:
+            digest = _text_hash(_read(home, _path(row["id"]))[1])
+        except (OSError, NotFound):
+            digest = ""
+        with index.db.write() as conn:
+            conn.execute(
+                "UPDATE shared_memories SET text_hash = ? WHERE store = ? AND id = ?",
+                (digest, access.store, row["id"]),
+            )
 
 
 def _save(index: Index, store: str, record: dict) -> None:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from engine.capture import events as capture
 from engine.store import timestamps
 from engine.store.db import Database
-from engine.store.errors import InputError, NotFound
+from engine.store.errors import NotFound
 from engine.store.requests import INT64_MAX, Request
 
 DRAW_DEFAULT = 50
@@ -158,7 +158,11 @@ def judge(db: Database, entity: str, judgment: JudgmentIn, face: str) -> Judgmen
     row = _row(db, entity, judgment.log_id)
     items = json.loads(row["items"])
     if judgment.rank > len(items):
-        raise InputError.of("rank", f"recall {judgment.log_id} surfaced {len(items)} items")
+        raise NotFound(
+            f"no item at rank {judgment.rank}: recall {judgment.log_id} surfaced"
+            f" {len(items)} items",
+            field="rank",
+        )
     item = items[judgment.rank - 1]
     key = item_key(item.get("source") or {})
     by = (judgment.by or "").strip() or face

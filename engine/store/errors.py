@@ -39,6 +39,15 @@ def problem_body(error: str, problems: list[FieldProblem]) -> dict:
     ).model_dump()
 
 
+def bearer_challenge(problem: str | None = None) -> str:
+    """The `WWW-Authenticate` header of a 401 (RFC 6750): a bare `Bearer` when no bearer
+    token came; `error="invalid_token"` and what is wrong with it (`problem`, plain
+    ASCII without quotes) when one came and is not an entity's."""
+    if problem is None:
+        return "Bearer"
+    return f'Bearer error="invalid_token", error_description="{problem}"'
+
+
 class InputError(ValueError):
     """The caller sent something we will not store; nothing was changed."""
 

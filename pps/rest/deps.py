@@ -17,8 +17,11 @@ from engine.store.errors import FieldProblem, Forbidden, InputError, problem_bod
 
 
 class Unauthorized(Exception):
-    def __init__(self, problem: str):
-        self.problem = problem
+    """A 401: `problem` in words; `wrong` when a bearer token came and is not one we know
+    (the challenge then says `invalid_token`)."""
+
+    def __init__(self, problem: str, wrong: bool = False):
+        self.problem, self.wrong = problem, wrong
 
 
 def get_db(request: Request) -> Database:
@@ -41,7 +44,7 @@ def current_entity(
         raise Unauthorized("missing: send 'Authorization: Bearer <token>'")
     entity = entities.authenticate(get_db(request), credentials.credentials)
     if entity is None:
-        raise Unauthorized("unknown or revoked token")
+        raise Unauthorized("unknown or revoked token", wrong=True)
     _refuse_unknown_query(request)
     return entity
 
@@ -67,7 +70,7 @@ def current_operator(
                 " (`pps operator token`)",
                 field="Authorization",
             )
-        raise Unauthorized("unknown or revoked token")
+        raise Unauthorized("unknown or revoked token", wrong=True)
     _refuse_unknown_query(request)
 
 

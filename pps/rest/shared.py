@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, Field
 
 from engine.backup import records
@@ -69,9 +69,19 @@ def search(store: str, body: SearchIn, entity: CurrentEntity, index: SearchIndex
     return memories.search_memories(index, stores.access(index.db, entity, store), body)
 
 
-@router.post("/{store}/add", status_code=201, summary="memory_add to a shared store")
-def add(store: str, body: AddIn, entity: CurrentEntity, index: SearchIndex) -> Added:
-    return memories.add(index, stores.access(index.db, entity, store), body)
+@router.post(
+    "/{store}/add",
+    status_code=201,
+    summary="memory_add to a shared store",
+    responses={200: {"model": Added, "description": "The same text, added before: that memory"}},
+)
+def add(
+    store: str, body: AddIn, entity: CurrentEntity, index: SearchIndex, response: Response
+) -> Added:
+    added = memories.add(index, stores.access(index.db, entity, store), body)
+    if added.duplicate:
+        response.status_code = 200
+    return added
 
 
 @router.post(

@@ -27,7 +27,8 @@ from engine.store.errors import Problem
 
 WHEN = {
     400: "The body is not valid JSON",
-    401: "A missing, unknown or revoked token (with `WWW-Authenticate: Bearer`)",
+    401: "A missing, unknown or revoked token (with `WWW-Authenticate: Bearer`, and"
+    ' `error="invalid_token"` when a bearer token came and is no one\'s)',
     403: "Not yours to do (an operator's act with an entity's token, another member's memory)",
     404: "The thing named does not exist (for this caller)",
     409: "A clash with what is stored",

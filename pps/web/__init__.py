@@ -15,11 +15,12 @@ from pps.rest.deps import problem_response
 from pps.web import graph as _graph  # noqa: F401  (its routes join pages.pages)
 from pps.web import guard, pages
 from pps.web import memory as _memory  # noqa: F401
-from pps.web.sessions import Sessions
+from pps.web.sessions import Sessions, SignIns
 
 
 def mount(app: FastAPI) -> None:
     app.state.ui_sessions = Sessions()
+    app.state.ui_sign_ins = SignIns()
     app.include_router(pages.pages)
     app.include_router(pages.api)
 

@@ -18,7 +18,7 @@ from fastapi import Depends, Request
 from fastapi.responses import Response
 
 from engine.store.config import Settings
-from pps.web.sessions import Session, Sessions
+from pps.web.sessions import Session, Sessions, SignIns
 
 COOKIE = "pps_ui"
 """The session id. HttpOnly, SameSite=Strict, Path=/ui; not Secure: pps serves plain
@@ -45,6 +45,16 @@ class SignInNeeded(Refused):
 
 def sessions(request: Request) -> Sessions:
     return request.app.state.ui_sessions
+
+
+def sign_ins(request: Request) -> SignIns:
+    return request.app.state.ui_sign_ins
+
+
+def client_address(request: Request) -> str:
+    """Who the sign-in throttle counts: the client's address (behind a proxy, the
+    proxy's, every client's alike)."""
+    return request.client.host if request.client else "unknown"
 
 
 def same_origin(request: Request) -> None:

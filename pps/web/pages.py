@@ -155,10 +155,25 @@ def sign_in(
     csrf: Annotated[str, Form(max_length=512)] = "",
 ) -> Response:
     guard.check_csrf(request.cookies.get(LOGIN_COOKIE, ""), csrf)
+    throttle, client = guard.sign_ins(request), guard.client_address(request)
+    wait = throttle.wait_s(client)
+    if wait:
+        problem = f"Too many wrong tokens from this address: try again in {wait} s."
+        response = _sign_in_form(request, 429, problem)
+        response.headers["Retry-After"] = str(wait)
+        return response
     entity = entities.authenticate(db, token.strip()) if token.strip() else None
     if entity is None:
-        log.info("a sign-in to the web face was refused")
+        failures, delay = throttle.failed(client)
+        log.warning(
+            "a sign-in to the web face from %s was refused (%d wrong in a row); its next"
+            " is looked at in %d s",
+            client,
+            failures,
+            delay,
+        )
         return _sign_in_form(request, 401, "Unknown or revoked token.")
+    throttle.succeeded(client)
     session = guard.sessions(request).start(entity)
     log.info("%s signed in to the web face", entity)
     response = guard.harden(RedirectResponse("/ui/timeline", status_code=303))
