@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -165,28 +168,38 @@ def test_the_table_names_every_command(tmp_path):
 
 
 @pytest.fixture
-def user(tmp_path) -> dict[str, str]:
+def place() -> Iterator[Path]:
+    """A folder with a short path, as a user's HOME has: the embedded FalkorDB listens on a
+    unix socket in the data dir there, which `pps check` then opens itself (under pytest's
+    long paths it takes a port, and check asks the server instead)."""
+    folder = Path(tempfile.mkdtemp(prefix="pps-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def user(place) -> dict[str, str]:
     """A user with an empty HOME, none of pps's telemetry switches in the environment
     (this test process set them), and the audit hook on every child's path."""
-    (tmp_path / "home").mkdir()
-    (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "sitecustomize.py").write_text(WATCH)
-    env = as_user(tmp_path / "home", PPS_TEST_WATCH=str(tmp_path / "watch.jsonl"))
+    (place / "home").mkdir()
+    (place / "site").mkdir()
+    (place / "site" / "sitecustomize.py").write_text(WATCH)
+    env = as_user(place / "home", PPS_TEST_WATCH=str(place / "watch.jsonl"))
     for switch in ("GRAPHITI_TELEMETRY_ENABLED", "ORT_DISABLE_TELEMETRY", "HF_HUB_OFFLINE"):
         env.pop(switch, None)
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "site"), str(ROOT)])
+    env["PYTHONPATH"] = os.pathsep.join([str(place / "site"), str(ROOT)])
     return env
 
 
 @pytest.mark.timeout(900)  # some 35 processes: about a minute on an idle machine, more if busy
-def test_serve_and_every_command_send_nothing(user, tmp_path):
+def test_serve_and_every_command_send_nothing(user, place):
     home = Path(user["HOME"])
     watch = Path(user["PPS_TEST_WATCH"])
-    table = commands(tmp_path)
-    (tmp_path / "repo").mkdir()
-    log = tmp_path / "serve.log"
-    server = ServerProcess(None, env=user, replace_env=True, cwd=tmp_path / "repo", log=log)
-    failed = []
+    table = commands(place)
+    (place / "repo").mkdir()
+    log = place / "serve.log"
+    server = ServerProcess(None, env=user, replace_env=True, cwd=place / "repo", log=log)
+    failed, said = [], {}
     with server.start(timeout=120):
         for argv, stdin, code in table:
             done = subprocess.run(
@@ -195,18 +208,27 @@ def test_serve_and_every_command_send_nothing(user, tmp_path):
                 capture_output=True,
                 text=True,
                 env={**user, "PPS_URL": server.url} if argv[0] != "serve" else user,
-                cwd=tmp_path / "project",
+                cwd=place / "project",
                 timeout=180,
             )
+            said[argv[0]] = done.stdout
             if code is not None and done.returncode != code:
                 failed.append(f"pps {' '.join(argv)} -> {done.returncode}: {done.stderr[-600:]}")
     assert not failed, "\n".join(failed)
+    assert "graph: ok" in said["check"], said["check"]  # it read the graph through Graphiti
     with sqlite3.connect(home / ".local" / "share" / "pps" / "pps.sqlite3") as db:
         assert db.execute("SELECT count(*) FROM events").fetchone()[0] > 0  # they did work
     seen = [json.loads(line) for line in watch.read_text().splitlines()]
     watching = [s for s in seen if "watching" in s]
     assert len(watching) >= len(table) + 1  # every child and the server ran the hook
-    found = [s for s in seen if "watching" not in s]
+    found = sorted(
+        {
+            (" ".join(s["argv"]), kind, str(what).split(".")[0])
+            for s in seen
+            for kind, what in s.items()
+            if kind not in ("argv", "watching")
+        }
+    )
     assert not found, f"analytics imported or traffic off this machine: {found}"
     cache = home / ".cache"
     left = sorted(str(p.relative_to(home)) for p in cache.rglob("*")) if cache.exists() else []
