@@ -71,6 +71,8 @@ class StubLLM:
         self.llama_cpp = llama_cpp
         self.model = model
         self.slow_s = 1.0
+        self.api_key: str | None = None
+        """When set, a request with another key (or none) is answered 401, as an API does."""
         self.calls = 0
         self.by_prompt: Counter[str] = Counter()
         self.faults_served: Counter[str] = Counter()
@@ -323,8 +325,8 @@ def _handler_for(stub: StubLLM):
         def _anthropic(self) -> bool:
             return "anthropic-version" in self.headers
 
-        def _anthropic_key(self) -> str | None:
-            """The key, as the SDK sends it (a bearer token) or as curl examples do."""
+        def _key(self) -> str | None:
+            """The key, as a bearer token (both SDKs) or in `x-api-key` (Anthropic's)."""
             bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
             return self.headers.get("x-api-key") or bearer or None
 
@@ -345,12 +347,15 @@ def _handler_for(stub: StubLLM):
             routes = {
                 "/v1/chat/completions": stub.complete,
                 "/v1/responses": stub.respond,
-                "/v1/messages": lambda r: stub.message(r, self._anthropic_key()),
+                "/v1/messages": lambda r: stub.message(r, self._key()),
             }
             route = routes.get(path)
             errors = _anthropic_error if path == "/v1/messages" else _openai_error
             if route is None:
                 self._reply(404, errors(404, f"no route {self.path}"))
+                return
+            if stub.api_key and self._key() != stub.api_key:
+                self._reply(401, errors(401, "invalid x-api-key"))
                 return
             try:
                 request = json.loads(raw)

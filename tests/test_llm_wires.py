@@ -3,8 +3,8 @@ through pps's own paths, against tests/stub_llm.py speaking OpenAI's Responses A
 Anthropic's Messages API (their JSON, their error shapes, their refusals).
 
 Graph extraction runs an episode through the queue's workers onto a real FalkorDB with
-the real embedding model; summaries go through the real app over HTTP. A 429, a 503 or
-a 529 costs one call and the queue retries it; a refusal ends the job dead with its
+the real embedding model; summaries go through the real app over HTTP. A 429, a 503, a
+529 or a timeout costs one call and the queue retries it; a refusal ends the job dead with its
 reason after the queue's attempts; a refused key pauses; the daily budget counts every
 call, failed ones included."""
 
@@ -40,7 +40,7 @@ def llm_settings(stub, provider: str) -> dict:
         "llm_base_url": stub.anthropic_url if provider == "anthropic" else stub.url,
         "llm_model": MODELS[provider],
         "llm_api_key": "sk-stub",
-        "llm_timeout_s": 5,
+        "llm_timeout_s": 2,
     }
 
 
@@ -72,25 +72,38 @@ def provider(request) -> str:
 
 
 @pytest.fixture
-def worked(tmp_path, falkor, stub, provider):
-    """(db, entity): a graph and the queue's workers on it, extracting with `provider`."""
-    settings = Settings(data_dir=tmp_path / "data", **falkor, **llm_settings(stub, provider))
-    db = Database.open(settings)
-    graph = Graph(settings, db).start(sweep=False)
-    policy = queue.Policy(
-        poll_s=0.02, backoff_initial_s=0.05, backoff_max_s=0.2, max_attempts=ATTEMPTS
-    )
-    workers = queue.Workers(db, policy)
-    workers.add(episodes.JOB_KIND, texture.handler(graph, db, settings))
-    entity = f"e{time.monotonic_ns()}"
-    entities.create(db, entity)
-    workers.start()
-    try:
-        yield graph, db, entity
-    finally:
+def start(tmp_path, falkor, stub, provider):
+    """start(**settings) -> (graph, db, entity): a graph and the queue's workers on it,
+    extracting with `provider`."""
+    running = []
+
+    def start(**overrides):
+        settings = Settings(
+            data_dir=tmp_path / "data", **falkor, **llm_settings(stub, provider) | overrides
+        )
+        db = Database.open(settings)
+        graph = Graph(settings, db).start(sweep=False)
+        policy = queue.Policy(
+            poll_s=0.02, backoff_initial_s=0.05, backoff_max_s=0.2, max_attempts=ATTEMPTS
+        )
+        workers = queue.Workers(db, policy)
+        workers.add(episodes.JOB_KIND, texture.handler(graph, db, settings))
+        running.append((workers, graph, db))
+        entity = f"e{time.monotonic_ns()}"
+        entities.create(db, entity)
+        workers.start()
+        return graph, db, entity
+
+    yield start
+    for workers, graph, db in running:
         workers.stop()
         graph.stop()
         db.close()
+
+
+@pytest.fixture
+def worked(start):
+    return start()
 
 
 def record_episode(db, entity: str) -> str:
@@ -127,9 +140,16 @@ def test_an_episode_is_extracted_on_the_providers_own_wire(worked, stub, provide
 
 @pytest.mark.parametrize(
     ("provider", "fault"),
-    [("openai", "429"), ("openai", "503"), ("anthropic", "429"), ("anthropic", "529")],
+    [
+        ("openai", "429"),
+        ("openai", "503"),
+        ("openai", "hang"),
+        ("anthropic", "429"),
+        ("anthropic", "529"),
+        ("anthropic", "hang"),
+    ],
 )
-def test_a_rate_limit_or_an_overload_is_retried_by_the_queue(worked, stub, provider, fault):
+def test_a_busy_or_silent_llm_is_retried_by_the_queue(worked, stub, provider, fault):
     graph, db, entity = worked
     stub.fail(fault, times=2)
     uuid = record_episode(db, entity)
@@ -161,6 +181,15 @@ def test_a_refused_key_pauses_after_one_call(worked, stub, provider):
     settled(db, uuid, "waiting")
     (reason,) = db.conn.execute("SELECT reason FROM queue_pauses").fetchone()
     assert "LLM_API_KEY" in reason and stub.calls == 1
+
+
+def test_no_key_pauses_with_the_setting_to_fix(start, stub, monkeypatch):
+    monkeypatch.setattr(stub, "api_key", "sk-stub")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-stub")  # pps's settings hold the key
+    _, db, entity = start(llm_api_key=None)
+    settled(db, record_episode(db, entity), "waiting")
+    (reason,) = db.conn.execute("SELECT reason FROM queue_pauses").fetchone()
+    assert "LLM_API_KEY" in reason
 
 
 def test_the_probe_asks_the_providers_own_models_route(stub, provider):

@@ -14,8 +14,9 @@ Three choices keep failures visible to the queue instead of hidden inside Graphi
   with its own backoff, jitter and dead-letter.
 - An answer that can never succeed with the current settings (key refused, model or
   endpoint not found) is recognised by `refusal()` and pauses the entity's graph queue.
-- Every HTTP response is metered (calls and tokens) into the `Usage` of the job that
-  made it, through a context variable, so the daily budget counts what was spent.
+- Every HTTP request is metered (calls, and the tokens its answer reports) into the
+  `Usage` of the job that made it, through a context variable, so the daily budget
+  counts what was spent, calls that timed out included.
 """
 
 from __future__ import annotations
@@ -77,11 +78,18 @@ def count_into(usage: Usage) -> None:
     _usage.set(usage)
 
 
+async def _sent(request) -> None:
+    """A call counts once it is sent, answered or not: one that times out may have been
+    worked on (and billed) all the same."""
+    usage = _usage.get()
+    if usage is not None:
+        usage.calls += 1
+
+
 async def _meter(response) -> None:
     usage = _usage.get()
     if usage is None:
         return
-    usage.calls += 1
     try:
         await response.aread()
         usage.seconds += response.elapsed.total_seconds()
@@ -166,10 +174,10 @@ def client(settings: Settings) -> LLMClient:
         small_model=settings.llm_small_model or settings.llm_model,
         base_url=settings.llm_base_url,
     )
-    hooks = {"response": [_meter]}
+    hooks = {"request": [_sent], "response": [_meter]}
     if provider == "anthropic":
         sdk = anthropic.AsyncAnthropic(
-            api_key=key,
+            api_key=config.api_key,  # never a key or credentials file of the environment
             base_url=settings.llm_base_url,
             max_retries=0,
             timeout=settings.llm_timeout_s,
@@ -366,9 +374,7 @@ class _AnthropicOnce(AnthropicClient):
             raise RefusalError(why or "stop_reason refusal, no reason given")
         for block in reply.content:
             if block.type == "tool_use":
-                if isinstance(block.input, dict):
-                    return block.input
-                return json.loads(str(block.input))
+                return block.input
         text = "".join(block.text for block in reply.content if block.type == "text")
         if text.strip():
             return self._extract_json_from_text(text)
