@@ -4,9 +4,9 @@ Anthropic's Messages API (their JSON, their error shapes, their refusals).
 
 Graph extraction runs an episode through the queue's workers onto a real FalkorDB with
 the real embedding model; summaries go through the real app over HTTP. A 429, a 503, a
-529 or a timeout costs one call and the queue retries it; a refusal ends the job dead with its
-reason after the queue's attempts; a refused key pauses; the daily budget counts every
-call, failed ones included."""
+529 or a timeout costs one call and the queue retries it; a refusal ends the job dead
+with its reason after the queue's attempts; a refused key, or none, pauses; the daily
+budget counts every call sent, failed and timed-out ones included."""
 
 from __future__ import annotations
 
