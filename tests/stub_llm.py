@@ -14,7 +14,8 @@ prompt): entities are the capitalised words of the current message, facts join t
 entities that share a sentence, and a duplicate is an exact name (or fact) match; a
 summary (summarize_messages) repeats the turns it was given.
 
-It can be told to answer 429, 500, 503, 529 (Anthropic's overloaded), 401, a refusal
+It can be told to answer 429, 500, 503, 529 (Anthropic's overloaded), 401, no credit
+left (`quota`: OpenAI's 429 `insufficient_quota`, Anthropic's 402), a refusal
 (OpenAI's `refusal` content, Anthropic's `stop_reason: refusal`), hang, garbage, a wrong
 shape, an empty answer (the schema's smallest value), or slowly (`slow_s`, then
 normally), for the next N calls or until told otherwise. An error comes in the shape of
@@ -40,6 +41,7 @@ FAULTS = (
     "503",
     "529",
     "401",
+    "quota",
     "refusal",
     "hang",
     "garbage",
@@ -277,6 +279,8 @@ class StubLLM:
             return 503, "released from a hang"
         if fault in ("429", "500", "503", "529", "401"):
             return int(fault), f"stub fault {fault}"
+        if fault == "quota":  # out of credit: OpenAI says 429, Anthropic 402
+            return (402 if wire == "messages" else 429), "stub fault quota: no credit left"
         if fault == "refusal":
             return 200, None
         if fault == "slow":
@@ -378,6 +382,7 @@ _OPENAI_ERRORS = {  # status: (type, code), as OpenAI's API names them
 _ANTHROPIC_ERRORS = {  # status: error type, as Anthropic's API names them
     400: "invalid_request_error",
     401: "authentication_error",
+    402: "billing_error",
     404: "not_found_error",
     429: "rate_limit_error",
     500: "api_error",
@@ -388,6 +393,8 @@ _ANTHROPIC_ERRORS = {  # status: error type, as Anthropic's API names them
 
 def _openai_error(status: int, message: str) -> dict:
     kind, code = _OPENAI_ERRORS.get(status, ("server_error", None))
+    if "no credit" in message:
+        kind = code = "insufficient_quota"
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 

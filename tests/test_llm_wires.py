@@ -183,6 +183,14 @@ def test_a_refused_key_pauses_after_one_call(worked, stub, provider):
     assert "LLM_API_KEY" in reason and stub.calls == 1
 
 
+def test_an_account_out_of_credit_pauses_after_one_call(worked, stub):
+    _, db, entity = worked
+    stub.set_mode("quota")  # OpenAI: 429 insufficient_quota, not a rate limit to wait out
+    settled(db, record_episode(db, entity), "waiting")
+    (reason,) = db.conn.execute("SELECT reason FROM queue_pauses").fetchone()
+    assert "no credit or quota left" in reason and stub.calls == 1
+
+
 def test_no_key_pauses_with_the_setting_to_fix(start, stub, monkeypatch):
     monkeypatch.setattr(stub, "api_key", "sk-stub")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-stub")  # pps's settings hold the key

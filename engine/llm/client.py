@@ -12,8 +12,9 @@ Three choices keep failures visible to the queue instead of hidden inside Graphi
   three times) are bypassed: a 429, a 5xx or 529, a timeout, a refusal or a reply that
   is not the JSON asked for fails the attempt after one call, and the queue retries it
   with its own backoff, jitter and dead-letter.
-- An answer that can never succeed with the current settings (key refused, model or
-  endpoint not found) is recognised by `refusal()` and pauses the entity's graph queue.
+- An answer that can never succeed until a person acts (key refused, model or endpoint
+  not found, no credit left) is recognised by `refusal()` and pauses the entity's graph
+  queue.
 - Every HTTP request is metered (calls, and the tokens its answer reports) into the
   `Usage` of the job that made it, through a context variable, so the daily budget
   counts what was spent, calls that timed out included.
@@ -105,7 +106,7 @@ async def _meter(response) -> None:
 
 
 def refusal(exc: BaseException) -> str | None:
-    """Why no retry can succeed until a person changes the settings, or None if this
+    """Why no retry can succeed until a person acts (settings, credit), or None if this
     error is worth retrying (429, 5xx, timeouts, connection errors, bad replies)."""
     seen: set[int] = set()
     error: BaseException | None = exc
@@ -121,6 +122,11 @@ def refusal(exc: BaseException) -> str | None:
                 return (
                     "the LLM endpoint or model was not found (404): "
                     "check LLM_BASE_URL and LLM_MODEL"
+                )
+            if status == 402 or getattr(error, "code", None) == "insufficient_quota":
+                return (
+                    f"the LLM account has no credit or quota left ({status}): "
+                    "top it up, then `pps queue retry`"
                 )
         error = error.__cause__ or error.__context__
     return None
