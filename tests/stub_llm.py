@@ -1,13 +1,26 @@
-"""A stand-in extraction LLM behind the real OpenAI-compatible wire (HTTP on 127.0.0.1).
+"""A stand-in extraction LLM behind the real wires (HTTP on 127.0.0.1), one server for
+the three APIs pps speaks:
 
-The only stand-in the tests allow. It answers each Graphiti prompt with JSON that is
-valid for that prompt's response model (named in `response_format`, or, in json_object
-mode, by the schema Graphiti appends to the prompt): entities are the capitalised words
-of the current message, facts join the entities that share a sentence, and a duplicate
-is an exact name (or fact) match; a summary (summarize_messages) repeats the turns it was
-given. It can be told to answer 429, 500, 401, hang, garbage, a wrong shape, an empty
-answer (the schema's smallest value), or slowly (`slow_s`, then normally), for the next N
-calls or until told otherwise, and it counts calls.
+- `POST /v1/chat/completions`, the OpenAI-compatible chat wire (`openai_compatible`);
+- `POST /v1/responses`, OpenAI's Responses API with a `json_schema` text format, which
+  the `openai` provider's structured outputs use;
+- `POST /v1/messages`, Anthropic's Messages API with one forced tool (the `anthropic`
+  provider's structured outputs: the answer is the tool call's `input`);
+
+and `GET /v1/models` for each. The only stand-in the tests allow. It answers each
+Graphiti prompt with JSON that is valid for that prompt's response model (named by the
+`json_schema`, the tool, or, in json_object mode, the schema Graphiti appends to the
+prompt): entities are the capitalised words of the current message, facts join the
+entities that share a sentence, and a duplicate is an exact name (or fact) match; a
+summary (summarize_messages) repeats the turns it was given.
+
+It can be told to answer 429, 500, 503, 529 (Anthropic's overloaded), 401, no credit
+left (`quota`: OpenAI's 429 `insufficient_quota`, Anthropic's 402), a refusal
+(OpenAI's `refusal` content, Anthropic's `stop_reason: refusal`), hang, garbage, a wrong
+shape, an empty answer (the schema's smallest value), or slowly (`slow_s`, then
+normally), for the next N calls or until told otherwise. An error comes in the shape of
+the wire it answers (OpenAI's `{"error": {"type", "code"}}`, Anthropic's `{"type":
+"error", "error": {"type"}}`). It counts calls, and the calls on each wire.
 """
 
 from __future__ import annotations
@@ -22,7 +35,22 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULTS = ("429", "500", "401", "hang", "garbage", "wrong_shape", "empty", "slow")
+FAULTS = (
+    "429",
+    "500",
+    "503",
+    "529",
+    "401",
+    "quota",
+    "refusal",
+    "hang",
+    "garbage",
+    "wrong_shape",
+    "empty",
+    "slow",
+)
+REFUSAL = "I'm sorry, but I can't help with that request."
+WIRES = ("chat", "responses", "messages")
 _STOP = frozenset(
     re.findall(
         r"\w+",
@@ -38,16 +66,20 @@ _SCHEMA_IN_PROMPT = re.compile(
 
 
 class StubLLM:
-    """`with StubLLM() as llm:` serves on `llm.url` (an OpenAI base URL ending in /v1)."""
+    """`with StubLLM() as llm:` serves on `llm.url` (an OpenAI base URL ending in /v1)
+    and `llm.anthropic_url` (Anthropic's SDK adds the /v1 itself)."""
 
     def __init__(self, *, llama_cpp: bool = False, model: str = "stub-extractor"):
         self.llama_cpp = llama_cpp
         self.model = model
         self.slow_s = 1.0
+        self.api_key: str | None = None
+        """When set, a request with another key (or none) is answered 401, as an API does."""
         self.calls = 0
         self.by_prompt: Counter[str] = Counter()
         self.faults_served: Counter[str] = Counter()
         self.formats: list[str] = []
+        self.by_wire: Counter[str] = Counter()
         self._script: list[str | None] = []
         self._mode: str | None = None
         self._lock = threading.Lock()
@@ -58,7 +90,11 @@ class StubLLM:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"{self.anthropic_url}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     # --- control ---
 
@@ -83,6 +119,7 @@ class StubLLM:
             self.by_prompt.clear()
             self.faults_served.clear()
             self.formats.clear()
+            self.by_wire.clear()
 
     def start(self) -> StubLLM:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -111,54 +148,161 @@ class StubLLM:
             return fault
 
     def complete(self, request: dict) -> tuple[int, dict]:
+        """`POST /v1/chat/completions`: the OpenAI-compatible chat wire."""
         fmt = request.get("response_format") or {}
         self.formats.append(fmt.get("type", "none") + ("+schema" if "schema" in fmt else ""))
         if self.llama_cpp and fmt.get("type") == "json_schema":
-            return 400, _error("response_format type json_schema is not supported", 400)
-        fault = self._next_fault()
-        if fault == "hang":
-            self._release.wait(600)
-            return 503, _error("released from a hang", 503)
-        if fault in ("429", "500", "401"):
-            return int(fault), _error(f"stub fault {fault}", int(fault))
-        if fault == "slow":
-            time.sleep(self.slow_s)
+            return 400, _openai_error(400, "response_format type json_schema is not supported")
         messages = request.get("messages") or []
         prompt = "\n".join(m.get("content") or "" for m in messages)
-        schema = _schema(fmt, prompt)
-        title = (schema or {}).get("title", "none")
-        if fault == "garbage":
-            content = "I'm sorry, as a language model {not json"
-        elif fault == "wrong_shape":
-            content = json.dumps({"unexpected": True})
-        elif fault == "empty":
-            content = json.dumps(minimal(schema or {}, (schema or {}).get("$defs", {})))
-        else:
-            content = json.dumps(answer(title, schema, prompt))
-            with self._lock:
-                self.by_prompt[title] += 1
-        usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4}
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        status, content = self._think("chat", _schema(fmt, prompt), prompt)
+        if status != 200:
+            return status, _openai_error(status, content)
+        message = {"role": "assistant", "content": content, "refusal": None}
+        if content is None:
+            message["refusal"] = REFUSAL
+        usage = _tokens(prompt, content)
         return 200, {
-            "id": f"stub-{time.monotonic_ns()}",
+            "id": f"chatcmpl-{time.monotonic_ns()}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.get("model") or self.model,
-            "choices": [
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": usage["input_tokens"],
+                "completion_tokens": usage["output_tokens"],
+                "total_tokens": usage["total_tokens"],
+            },
+        }
+
+    def respond(self, request: dict) -> tuple[int, dict]:
+        """`POST /v1/responses`: OpenAI's Responses API, structured by `text.format`."""
+        fmt = (request.get("text") or {}).get("format") or {}
+        self.formats.append(fmt.get("type", "none"))
+        prompt = "\n".join(
+            [request.get("instructions") or ""]
+            + [_text(item.get("content")) for item in request.get("input") or []]
+        )
+        schema = fmt.get("schema") if fmt.get("type") == "json_schema" else None
+        status, content = self._think("responses", schema, prompt)
+        if status != 200:
+            return status, _openai_error(status, content)
+        if content is None:
+            part = {"type": "refusal", "refusal": REFUSAL}
+        else:
+            part = {"type": "output_text", "text": content, "annotations": [], "logprobs": []}
+        return 200, {
+            "id": f"resp_{time.monotonic_ns()}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": request.get("model") or self.model,
+            "output": [
                 {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "type": "message",
+                    "id": f"msg_{time.monotonic_ns()}",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [part],
                 }
             ],
-            "usage": usage,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "text": request.get("text") or {"format": {"type": "text"}},
+            "error": None,
+            "incomplete_details": None,
+            "usage": {
+                **_tokens(prompt, content),
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
         }
+
+    def message(self, request: dict, api_key: str | None) -> tuple[int, dict]:
+        """`POST /v1/messages`: Anthropic's Messages API, the answer forced into a tool."""
+        if not api_key:
+            return 401, _anthropic_error(401, "an API key is required")
+        tools = request.get("tools") or []
+        choice = request.get("tool_choice") or {}
+        tool = next((t for t in tools if t.get("name") == choice.get("name")), None)
+        self.formats.append("tool_use" if tool else "text")
+        prompt = "\n".join(
+            [_text(request.get("system"))]
+            + [_text(m.get("content")) for m in request.get("messages") or []]
+        )
+        status, content = self._think("messages", tool and tool.get("input_schema"), prompt)
+        if status != 200:
+            return status, _anthropic_error(status, content)
+        details = None
+        if content is None:
+            # A refusal: the model stops with a few words of its own, not the tool call.
+            blocks, stop = [{"type": "text", "text": REFUSAL}], "refusal"
+            details = {"type": "refusal", "category": "general_harms", "explanation": REFUSAL}
+        elif tool is None or not content.startswith("{"):
+            # No tool asked for, or garbage: prose instead of the tool call.
+            blocks, stop = [{"type": "text", "text": content}], "end_turn"
+        else:
+            blocks = [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{time.monotonic_ns()}",
+                    "name": tool["name"],
+                    "input": json.loads(content),
+                }
+            ]
+            stop = "tool_use"
+        usage = _tokens(prompt, content)
+        return 200, {
+            "id": f"msg_{time.monotonic_ns()}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model") or self.model,
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_details": details,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": usage["input_tokens"],
+                "output_tokens": usage["output_tokens"],
+            },
+        }
+
+    def _think(self, wire: str, schema: dict | None, prompt: str) -> tuple[int, str | None]:
+        """What the model says: (200, the JSON text, or None for a refusal), or an error
+        (status, message) for the wire to put in its own shape."""
+        with self._lock:
+            self.by_wire[wire] += 1
+        fault = self._next_fault()
+        if fault == "hang":
+            self._release.wait(600)
+            return 503, "released from a hang"
+        if fault in ("429", "500", "503", "529", "401"):
+            return int(fault), f"stub fault {fault}"
+        if fault == "quota":  # out of credit: OpenAI says 429, Anthropic 402
+            return (402 if wire == "messages" else 429), "stub fault quota: no credit left"
+        if fault == "refusal":
+            return 200, None
+        if fault == "slow":
+            time.sleep(self.slow_s)
+        title = (schema or {}).get("title", "none")
+        if fault == "garbage":
+            return 200, "I'm sorry, as a language model {not json"
+        if fault == "wrong_shape":
+            return 200, json.dumps({"unexpected": True})
+        if fault == "empty":
+            return 200, json.dumps(minimal(schema or {}, (schema or {}).get("$defs", {})))
+        content = json.dumps(answer(title, schema, prompt))
+        with self._lock:
+            self.by_prompt[title] += 1
+        return 200, content
 
     def models(self) -> dict:
         owner = "llamacpp" if self.llama_cpp else "stub"
         return {
             "object": "list",
-            "data": [{"id": self.model, "object": "model", "owned_by": owner}],
+            "data": [{"id": self.model, "object": "model", "type": "model", "owned_by": owner}],
+            "has_more": False,
         }
 
 
@@ -175,38 +319,106 @@ def _handler_for(stub: StubLLM):
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                if status == 429:
+                    self.send_header("Retry-After", "1")
                 self.end_headers()
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout): nothing to answer
 
+        def _anthropic(self) -> bool:
+            return "anthropic-version" in self.headers
+
+        def _key(self) -> str | None:
+            """The key, as a bearer token (both SDKs) or in `x-api-key` (Anthropic's)."""
+            bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+            return self.headers.get("x-api-key") or bearer or None
+
         def do_GET(self) -> None:
-            if self.path.rstrip("/").endswith("/models"):
+            if self.path.split("?")[0].rstrip("/") == "/v1/models":
                 if stub._mode == "401":
-                    self._reply(401, _error("stub fault 401", 401))
+                    errors = _anthropic_error if self._anthropic() else _openai_error
+                    self._reply(401, errors(401, "stub fault 401"))
                 else:
                     self._reply(200, stub.models())
             else:
-                self._reply(404, _error(f"no route {self.path}", 404))
+                self._reply(404, _openai_error(404, f"no route {self.path}"))
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
-                self._reply(404, _error(f"no route {self.path}", 404))
+            path = self.path.split("?")[0].rstrip("/")
+            routes = {
+                "/v1/chat/completions": stub.complete,
+                "/v1/responses": stub.respond,
+                "/v1/messages": lambda r: stub.message(r, self._key()),
+            }
+            route = routes.get(path)
+            errors = _anthropic_error if path == "/v1/messages" else _openai_error
+            if route is None:
+                self._reply(404, errors(404, f"no route {self.path}"))
+                return
+            if stub.api_key and self._key() != stub.api_key:
+                self._reply(401, errors(401, "invalid x-api-key"))
                 return
             try:
                 request = json.loads(raw)
             except json.JSONDecodeError:
-                self._reply(400, _error("request body is not JSON", 400))
+                self._reply(400, errors(400, "request body is not JSON"))
                 return
-            self._reply(*stub.complete(request))
+            self._reply(*route(request))
 
     return Handler
 
 
-def _error(message: str, status: int) -> dict:
-    return {"error": {"message": message, "type": "stub_error", "code": status}}
+_OPENAI_ERRORS = {  # status: (type, code), as OpenAI's API names them
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+    503: ("server_error", "service_unavailable"),
+}
+_ANTHROPIC_ERRORS = {  # status: error type, as Anthropic's API names them
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "api_error",
+    529: "overloaded_error",
+}
+
+
+def _openai_error(status: int, message: str) -> dict:
+    kind, code = _OPENAI_ERRORS.get(status, ("server_error", None))
+    if "no credit" in message:
+        kind = code = "insufficient_quota"
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _anthropic_error(status: int, message: str) -> dict:
+    kind = _ANTHROPIC_ERRORS.get(status, "api_error")
+    return {
+        "type": "error",
+        "error": {"type": kind, "message": message},
+        "request_id": f"req_{time.monotonic_ns()}",
+    }
+
+
+def _text(content: Any) -> str:
+    """A message's text, whether a string or a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_text(part.get("text")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def _tokens(prompt: str, content: str | None) -> dict:
+    used = {"input_tokens": len(prompt) // 4, "output_tokens": len(content or REFUSAL) // 4}
+    return used | {"total_tokens": used["input_tokens"] + used["output_tokens"]}
 
 
 def _schema(fmt: dict, prompt: str) -> dict | None:

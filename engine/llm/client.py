@@ -1,15 +1,23 @@
 """The extraction LLM: the one module that talks to OpenAI, Anthropic or an
 OpenAI-compatible server (Ollama, vLLM, llama.cpp), as a Graphiti `LLMClient`.
 
+Each provider speaks its own wire: `openai` OpenAI's Responses API (structured outputs
+by `json_schema`), `anthropic` Anthropic's Messages API (the answer forced into one tool
+call, Graphiti's form, asked here without the `temperature` this SDK no longer takes),
+`openai_compatible` the chat completions wire.
+
 Three choices keep failures visible to the queue instead of hidden inside Graphiti:
-- No retries here. The SDKs get `max_retries=0` and Graphiti's own tenacity wrapper
-  (which sleeps 5-120 s inside a job) is bypassed, so a 429, a 5xx, a timeout or a
-  reply that is not valid JSON fails the attempt at once and the queue retries it with
-  its own backoff, jitter and dead-letter.
-- An answer that can never succeed with the current settings (key refused, model or
-  endpoint not found) is recognised by `refusal()` and pauses the entity's graph queue.
-- Every HTTP response is metered (calls and tokens) into the `Usage` of the job that
-  made it, through a context variable, so the daily budget counts what was spent.
+- No retries here. The SDKs get `max_retries=0`, and Graphiti's own retries (a tenacity
+  wrapper that sleeps 5-120 s inside a job; re-asking loops that repeat a call up to
+  three times) are bypassed: a 429, a 5xx or 529, a timeout, a refusal or a reply that
+  is not the JSON asked for fails the attempt after one call, and the queue retries it
+  with its own backoff, jitter and dead-letter.
+- An answer that can never succeed until a person acts (key refused, model or endpoint
+  not found, no credit left) is recognised by `refusal()` and pauses the entity's graph
+  queue.
+- Every HTTP request is metered (calls, and the tokens its answer reports) into the
+  `Usage` of the job that made it, through a context variable, so the daily budget
+  counts what was spent, calls that timed out included.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import httpx
 import openai
 from graphiti_core.llm_client import LLMClient
 from graphiti_core.llm_client.anthropic_client import AnthropicClient
-from graphiti_core.llm_client.config import LLMConfig
+from graphiti_core.llm_client.config import LLMConfig, ModelSize
 from graphiti_core.llm_client.errors import EmptyResponseError, RateLimitError, RefusalError
 from graphiti_core.llm_client.openai_client import OpenAIClient
 from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
@@ -71,11 +79,18 @@ def count_into(usage: Usage) -> None:
     _usage.set(usage)
 
 
+async def _sent(request) -> None:
+    """A call counts once it is sent, answered or not: one that times out may have been
+    worked on (and billed) all the same."""
+    usage = _usage.get()
+    if usage is not None:
+        usage.calls += 1
+
+
 async def _meter(response) -> None:
     usage = _usage.get()
     if usage is None:
         return
-    usage.calls += 1
     try:
         await response.aread()
         usage.seconds += response.elapsed.total_seconds()
@@ -91,7 +106,7 @@ async def _meter(response) -> None:
 
 
 def refusal(exc: BaseException) -> str | None:
-    """Why no retry can succeed until a person changes the settings, or None if this
+    """Why no retry can succeed until a person acts (settings, credit), or None if this
     error is worth retrying (429, 5xx, timeouts, connection errors, bad replies)."""
     seen: set[int] = set()
     error: BaseException | None = exc
@@ -107,6 +122,11 @@ def refusal(exc: BaseException) -> str | None:
                 return (
                     "the LLM endpoint or model was not found (404): "
                     "check LLM_BASE_URL and LLM_MODEL"
+                )
+            if status == 402 or getattr(error, "code", None) == "insufficient_quota":
+                return (
+                    f"the LLM account has no credit or quota left ({status}): "
+                    "top it up, then `pps queue retry`"
                 )
         error = error.__cause__ or error.__context__
     return None
@@ -129,8 +149,8 @@ def probe(settings: Settings) -> dict:
     /health does not call this; it reports what the graph jobs saw."""
     if settings.llm_provider == "none":
         return {"status": "unconfigured", "reason": NOT_CONFIGURED}
-    if settings.llm_provider == "anthropic" and not settings.llm_base_url:
-        base = "https://api.anthropic.com/v1"
+    if settings.llm_provider == "anthropic":  # its SDK adds the /v1 to the base URL
+        base = (settings.llm_base_url or "https://api.anthropic.com").rstrip("/") + "/v1"
     else:
         base = (settings.llm_base_url or "https://api.openai.com/v1").rstrip("/")
     headers = {"anthropic-version": "2023-06-01"}
@@ -160,10 +180,10 @@ def client(settings: Settings) -> LLMClient:
         small_model=settings.llm_small_model or settings.llm_model,
         base_url=settings.llm_base_url,
     )
-    hooks = {"response": [_meter]}
+    hooks = {"request": [_sent], "response": [_meter]}
     if provider == "anthropic":
         sdk = anthropic.AsyncAnthropic(
-            api_key=key,
+            api_key=config.api_key,  # never a key or credentials file of the environment
             base_url=settings.llm_base_url,
             max_retries=0,
             timeout=settings.llm_timeout_s,
@@ -234,13 +254,21 @@ def _failure(exc: BaseException, settings: Settings) -> Failed:
             )
         if isinstance(error, RateLimitError | openai.RateLimitError | anthropic.RateLimitError):
             return Failed("the LLM is rate-limiting us (429): try again later", unavailable=True)
+        if isinstance(error, RefusalError):
+            return Failed(f"the LLM declined to answer: {error}"[:300], unavailable=False)
+        status = getattr(error, "status_code", None)
+        if isinstance(error, openai.APIStatusError | anthropic.APIStatusError) and status in (
+            503,
+            529,
+        ):
+            return Failed(f"the LLM is overloaded ({status}): try again later", unavailable=True)
         if isinstance(error, openai.APIConnectionError | anthropic.APIConnectionError):
             return Failed(f"could not reach the LLM at {host}", unavailable=True)
         if isinstance(error, openai.APIStatusError | anthropic.APIStatusError):
             return Failed(
                 f"the LLM answered {error.status_code}: {error.message}"[:300], unavailable=False
             )
-        if isinstance(error, ValidationError | ValueError | EmptyResponseError | RefusalError):
+        if isinstance(error, ValidationError | ValueError | EmptyResponseError):
             # json.JSONDecodeError is a ValueError: a reply that is not the JSON asked for.
             return Failed(
                 f"the LLM's reply was not the answer asked for ({type(error).__name__}: {error})"[
@@ -284,11 +312,84 @@ class _Counted:
             raise
 
 
-class _OpenAI(_Counted, OpenAIClient):
+class _OpenAIOnce(OpenAIClient):
+    """OpenAI's Responses API, asked once, its refusals named."""
+
+    MAX_RETRIES = 0  # Graphiti re-asks up to twice on a 4xx or a reply that does not parse
+
+    def _handle_structured_response(self, response: Any) -> tuple[dict[str, Any], int, int]:
+        # A refusal comes as a `refusal` part instead of the text (no JSON to parse).
+        for item in response.output or []:
+            for part in getattr(item, "content", None) or []:
+                if part.type == "refusal":
+                    raise RefusalError(part.refusal or "no reason given")
+        return super()._handle_structured_response(response)
+
+
+class _OpenAI(_Counted, _OpenAIOnce):
     pass
 
 
-class _Anthropic(_Counted, AnthropicClient):
+class _AnthropicOnce(AnthropicClient):
+    """Anthropic's Messages API, asked once, the answer in one forced tool call."""
+
+    async def generate_response(
+        self,
+        messages: list[Message],
+        response_model: type[BaseModel] | None = None,
+        max_tokens: int | None = None,
+        model_size: ModelSize = ModelSize.medium,
+        group_id: str | None = None,
+        prompt_name: str | None = None,
+        *,
+        attribute_extraction: bool = False,
+        model: str | None = None,
+    ) -> dict[str, Any]:
+        # Graphiti's loop re-asks up to twice on any error but a 429 (a 5xx, a 529, a
+        # timeout, a refused key): the queue owns retries.
+        self._apply_attribute_extraction_preamble(messages, attribute_extraction)
+        reply = await self._generate_response(
+            messages, response_model, max_tokens or self.max_tokens, model_size, model=model
+        )
+        if response_model is None:
+            return reply
+        return response_model.model_validate(reply).model_dump()
+
+    async def _generate_response(
+        self,
+        messages: list[Message],
+        response_model: type[BaseModel] | None = None,
+        max_tokens: int | None = None,
+        model_size: ModelSize = ModelSize.medium,
+        *,
+        model: str | None = None,
+    ) -> dict[str, Any]:
+        tools, choice = self._create_tool(response_model)
+        model = model or self.model
+        reply = await self.client.messages.create(
+            model=model,
+            max_tokens=self._resolve_max_tokens(max_tokens, model),
+            system=messages[0].content,
+            messages=[{"role": m.role, "content": m.content} for m in messages[1:]],
+            tools=tools,
+            tool_choice=choice,
+        )
+        if reply.stop_reason == "refusal":
+            details = reply.stop_details
+            why = details and (details.explanation or details.category)
+            raise RefusalError(why or "stop_reason refusal, no reason given")
+        for block in reply.content:
+            if block.type == "tool_use":
+                return block.input
+        text = "".join(block.text for block in reply.content if block.type == "text")
+        if text.strip():
+            return self._extract_json_from_text(text)
+        raise EmptyResponseError(
+            f"no {choice['name']} tool call in the reply (stop_reason {reply.stop_reason})"
+        )
+
+
+class _Anthropic(_Counted, _AnthropicOnce):
     pass
 
 
