@@ -52,6 +52,7 @@ from engine.store import timestamps
 from engine.store.config import Settings
 from engine.store.db import ensure_private_dir
 from engine.store.errors import InputError
+from engine.store.requests import is_blank
 from ingest import events as ev
 from ingest.client import Client, client_dir
 
@@ -234,21 +235,28 @@ def read_new_turns(
 # (pps.rest.hooks) build the same events and answer in the same shape from these.
 
 
+TEXT_FIELDS = ("transcript_path", "cwd", "prompt", "source", "model")
+"""Payload fields we read: text when present."""
+
+
 def check_payload(payload: Any, event: str | None = None) -> str:
-    """The event a Claude Code hook payload is for (`event`, else its `hook_event_name`).
-    Raises InputError naming the field that makes it no Claude Code hook payload."""
+    """The event a Claude Code hook payload is for: `event` (a name `canonical` knows),
+    else its `hook_event_name`, exactly as Claude Code writes it. Raises InputError
+    naming the field that makes it no Claude Code hook payload."""
     if not isinstance(payload, dict):
         raise InputError.of("body", "a Claude Code hook sends a JSON object")
     session = payload.get("session_id")
-    if not isinstance(session, str) or not session.strip():
+    if not isinstance(session, str) or is_blank(session):
         raise InputError.of("session_id", "missing; a Claude Code hook payload names its session")
     if len(session) > SESSION_MAX:
         raise InputError.of("session_id", f"{len(session)} characters; at most {SESSION_MAX}")
-    named = event if event is not None else payload.get("hook_event_name")
-    name = canonical(named) if isinstance(named, str) else None
-    if name is None:
+    for name in TEXT_FIELDS:
+        if name in payload and not isinstance(payload[name], str):
+            raise InputError.of(name, f"{type(payload[name]).__name__}; expected text")
+    named = payload.get("hook_event_name") if event is None else canonical(event)
+    if named not in EVENTS:
         raise InputError.of("hook_event_name", f"{named!r} is none of {', '.join(EVENTS)}")
-    return name
+    return named
 
 
 def session_of(payload: dict[str, Any]) -> str:

@@ -113,6 +113,7 @@ def test_a_repeated_prompt_is_two_turns_and_the_transcript_sweep_stores_neither_
         ({"session_id": "s", "hook_event_name": "Stop"}, "hook_event_name", "pps hook Stop"),
         ({"session_id": "s", "hook_event_name": "SessionEnd"}, "hook_event_name", "command"),
         ({"session_id": "s" * 300, "hook_event_name": "SessionStart"}, "session_id", "256"),
+        ({"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": 5}, "prompt", "text"),
     ],
 )
 def test_what_is_no_hook_payload_served_here_is_refused_by_name(client, body, field, says):

@@ -22,6 +22,7 @@ from engine.capture import events as capture
 from engine.recall import ambient as recall
 from engine.recall.ambient import RecallRequest
 from engine.store.errors import InputError
+from engine.store.requests import NOT_BLANK
 from ingest import claude_code
 from pps.rest.deps import DB, AppRuntime, AppSettings, CurrentEntity
 
@@ -32,6 +33,25 @@ SERVED = ("SessionStart", "UserPromptSubmit")
 _numbering = threading.Lock()
 """Held while a prompt's occurrence is counted and its event stored: the same text sent
 twice at once must still be two turns."""
+
+
+BODY = {
+    "type": "object",
+    "required": ["session_id", "hook_event_name"],
+    "properties": {
+        "session_id": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": claude_code.SESSION_MAX,
+            "pattern": NOT_BLANK,
+        },
+        "hook_event_name": {"type": "string", "enum": list(SERVED)},
+        **{name: {"type": "string"} for name in claude_code.TEXT_FIELDS},
+    },
+    "additionalProperties": True,
+}
+"""What the route reads of a payload (it checks it itself, to name what is wrong in the
+host's terms); Claude Code's other fields are taken and ignored."""
 
 
 class HookSpecificOutput(BaseModel):
@@ -50,6 +70,7 @@ class HookAnswer(BaseModel):
     summary="A Claude Code http hook (UserPromptSubmit, SessionStart): capture, and the"
     " context to add",
     response_model_exclude_none=True,
+    openapi_extra={"requestBody": {"content": {"application/json": {"schema": BODY}}}},
 )
 def claude_code_hook(
     payload: Annotated[
