@@ -32,16 +32,16 @@ def server(tmp_path_factory):
 
 def payload(transcript: Transcript, event: str, **fields) -> dict:
     """What Claude Code 2.1 posts for `event` (its hook input: the common fields, then the
-    event's own)."""
-    return {
+    event's own; SessionStart is sent before a permission mode is known)."""
+    common = {
         "session_id": transcript.session,
         "transcript_path": str(transcript.path),
         "cwd": transcript.cwd,
         "prompt_id": str(uuid.uuid4()),
-        "permission_mode": "default",
-        "hook_event_name": event,
-        **fields,
     }
+    if event != "SessionStart":
+        common["permission_mode"] = "default"
+    return {**common, "hook_event_name": event, **fields}
 
 
 def test_a_prompt_is_captured_and_its_recall_answered_in_claude_codes_shape(client, tmp_path):
@@ -67,7 +67,7 @@ def test_session_start_records_its_marker_and_answers_the_startup_recall(client,
     client.post("/v1/anchors", json={"title": "Robe", "content": "The comfy robe, a gift."})
     transcript = Transcript(tmp_path / "t.jsonl")
     body = payload(
-        transcript, "SessionStart", source="resume", model="claude-opus-4-5", agent_type=None
+        transcript, "SessionStart", source="resume", model="claude-opus-4-5", session_title="Robes"
     )
     answer = client.post(ROUTE, json=body)
     assert answer.status_code == 200, answer.text
@@ -96,7 +96,11 @@ def test_a_repeated_prompt_is_two_turns_and_the_transcript_sweep_stores_neither_
         assert client.post(ROUTE, json=body).status_code == 200
         transcript.user("continue")
         transcript.assistant(answer)
-    stop = json.dumps(payload(transcript, "Stop", stop_hook_active=False))
+    stop = json.dumps(
+        payload(
+            transcript, "Stop", stop_hook_active=False, last_assistant_message="Continuing again."
+        )
+    )
     assert pps("hook", "Stop", env=env, stdin=stop).returncode == 0
     stored = all_events(client)
     assert sorted((e["role"], e["content"]) for e in stored) == sorted(transcript.turns)
@@ -188,7 +192,7 @@ def test_three_prompts_while_the_service_is_down_are_each_stored_once_when_it_is
             answers = run_hooks(settings, "UserPromptSubmit", body, project, bare)
             transcript.user(prompt)  # Claude Code writes the prompt after its hook
             transcript.assistant(reply)
-            stop = payload(transcript, "Stop", stop_hook_active=False)
+            stop = payload(transcript, "Stop", stop_hook_active=False, last_assistant_message=reply)
             run_hooks(settings, "Stop", stop, project, bare)
             return answers
 
