@@ -25,11 +25,13 @@ refused and left unchanged; writes are atomic, and a file that holds a token is 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import os
 import re
 import shlex
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +113,42 @@ def http_hooks(
     for event in BACKGROUND_EVENTS:
         hooks[event]["async"] = True
     return hooks
+
+
+BLOCKED_NETWORKS = [
+    ipaddress.ip_network(net)
+    for net in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "::/128",
+        "fc00::/7",
+        "fe80::/10",
+    )
+]
+"""Where Claude Code refuses to send an http hook (private and link-local addresses, not
+loopback): its guard against a hook reaching into the network it runs in."""
+
+
+def http_refused(url: str) -> str | None:
+    """Why Claude Code would refuse an http hook to `url` (the address it would reach),
+    or None. A name that does not resolve here is not refused here."""
+    host = urlsplit(url).hostname or ""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return None
+    for address in sorted(addresses):
+        ip = ipaddress.ip_address(address.split("%")[0])
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if any(ip in network for network in BLOCKED_NETWORKS if network.version == ip.version):
+            named = host if host == str(ip) else f"{host} ({ip})"
+            return f"{named} is a private address: Claude Code sends no http hook there"
+    return None
 
 
 def is_ours(hook: Any) -> bool:

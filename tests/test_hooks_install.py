@@ -147,6 +147,22 @@ def test_both_scopes_at_once_are_refused(tmp_path):
     assert done.returncode == 1 and "not both" in done.stderr
 
 
+def test_a_service_at_a_private_address_gets_command_hooks(tmp_path):
+    """Claude Code refuses http hooks to private addresses (not loopback): installing one
+    there would leave every prompt without recall."""
+    env = client_env("http://10.1.2.3:8123", "pps_t", tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    done = install(env, "--project", str(project))
+    assert done.returncode == 0, done.stderr
+    assert "10.1.2.3 is a private address" in done.stderr
+    path = project / ".claude" / "settings.local.json"
+    assert all(
+        hooks[0]["type"] == "command" for hooks in ours(json.loads(path.read_text())).values()
+    )
+    assert "pps_t" not in path.read_text()
+
+
 def test_http_hooks_need_a_token_and_say_so(tmp_path):
     env = client_env("http://127.0.0.1:8123", "pps_t", tmp_path)
     del env["PPS_TOKEN_FILE"]

@@ -75,6 +75,10 @@ def hooks_install(
     if os.environ.get("PPS_CLIENT_DIR"):
         env["PPS_CLIENT_DIR"] = str(settings.client_dir.expanduser().resolve())
     path = claude_settings.settings_path(project=project, user=user)
+    refused = None if command else claude_settings.http_refused(service_url(settings))
+    if refused is not None:
+        typer.echo(f"warning: {refused}; every hook is a command (as with --command)", err=True)
+        command = True
     if command:
         wanted = claude_settings.command_hooks(env, settings.hook_budget_s)
     else:
