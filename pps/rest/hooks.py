@@ -21,6 +21,9 @@ from pydantic import BaseModel
 from engine.capture import events as capture
 from engine.recall import ambient as recall
 from engine.recall.ambient import RecallRequest
+from engine.runtime import Runtime
+from engine.store.config import Settings
+from engine.store.db import Database
 from engine.store.errors import InputError
 from engine.store.requests import NOT_BLANK
 from ingest import claude_code
@@ -122,10 +125,11 @@ def claude_code_hook(
     return HookAnswer.model_validate(claude_code.hook_output(event, text))
 
 
-def _occurrence(db, entity: str, payload: dict, prompt: str) -> int:
-    """How many times the session's prompts held this text before: the n of its uid, as
-    the transcript sweep counts it (a prompt this route never got, the sweep sends later
-    under the uid it would have had)."""
+def _occurrence(db: Database, entity: str, payload: dict, prompt: str) -> int:
+    """How many times the session's stored prompts held this text: the n of its uid, as
+    the transcript sweep counts the session's lines. A prompt this route never got is sent
+    later by the sweep; if the same words came here meanwhile, the two number them in
+    another order, and each is still stored once (the words are the same)."""
     session = claude_code.session_of(payload)
     n = 0
     while capture.exists(db, entity, claude_code.user_turn_uid(session, prompt, n)):
@@ -133,7 +137,9 @@ def _occurrence(db, entity: str, payload: dict, prompt: str) -> int:
     return n
 
 
-def _record(db, entity: str, settings, runtime, events: list[dict]) -> None:
+def _record(
+    db: Database, entity: str, settings: Settings, runtime: Runtime, events: list[dict]
+) -> None:
     parsed = capture.parse_events(
         events, max_batch=settings.max_batch, max_content_bytes=settings.max_content_bytes
     )
