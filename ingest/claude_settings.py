@@ -46,6 +46,10 @@ HTTP_EVENTS = ("UserPromptSubmit",)
 """The hooks installed as http hooks: the payload is all their work needs."""
 BACKGROUND_EVENTS = ("Stop",)
 """The command hooks Claude Code runs in the background next to http hooks."""
+BACKGROUND_TIMEOUT_S = 60
+"""Claude Code's limit on a background hook (a Python start on a busy 2-core machine
+took 11 s at worst; the prompt's command hook, 13 s at the median beside 4 busy
+processes)."""
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -110,8 +114,8 @@ def http_hooks(
             "headers": {"Authorization": f"Bearer {token}"},
             "timeout": budget_s,
         }
-    for event in BACKGROUND_EVENTS:
-        hooks[event]["async"] = True
+    for event in BACKGROUND_EVENTS:  # nobody waits: a busy machine may take it past 10 s
+        hooks[event].update({"async": True, "timeout": BACKGROUND_TIMEOUT_S})
     return hooks
 
 

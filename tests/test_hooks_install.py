@@ -80,7 +80,7 @@ def test_install_merges_and_uninstall_removes_only_ours(tmp_path):
     }
     assert path.stat().st_mode & 0o777 == 0o600  # it holds the token now
     [stop] = ours(settings)["Stop"]
-    assert stop["type"] == "command" and stop["async"] is True
+    assert stop["type"] == "command" and stop["async"] is True and stop["timeout"] == 60
     command = stop["command"]
     assert "PPS_URL=http://127.0.0.1:8123" in command and "PPS_TOKEN_FILE=" in command
     assert "pps_t" not in command  # a command names the token file, not the token
