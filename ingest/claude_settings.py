@@ -14,7 +14,8 @@ By default UserPromptSubmit, the hook every prompt waits for, is an http hook se
 the running service (no process); SessionStart, PreCompact and SessionEnd are command
 hooks, and Stop one that Claude Code runs in the background (`async`): it sends what
 the transcript holds, the prompts an http hook could not deliver among it.
-`command_hooks` makes every one a command (`--command`).
+`command_hooks` makes every one a command (`--command`, and where Claude Code would
+refuse the http hook: a service at a private address, `http_refused`).
 
 A hook is ours when its command runs `pps hook ...` (after any VAR=value words) or it
 POSTs to a URL whose path is /v1/hooks/claude-code, so a hand-written one is recognised
