@@ -142,7 +142,9 @@ def test_without_the_token_nothing_is_stored(server, client, tmp_path):
 def run_hooks(settings: dict, event: str, body: dict, cwd, env: dict) -> list[dict]:
     """Every hook of ours for `event` as Claude Code 2.1 runs it: an http hook is POSTed
     the payload (headers as written; a failure is ignored, as Claude Code ignores it); a
-    command runs through a shell with the payload on stdin. The JSON answers, in order."""
+    command runs through a shell with the payload on stdin (an `async` one too, which
+    Claude Code does not wait for; here it is waited for, to read what it stored). The
+    JSON answers, in order."""
     answers = []
     for group in settings["hooks"].get(event, []):
         for hook in group["hooks"]:
@@ -182,9 +184,10 @@ def test_three_prompts_while_the_service_is_down_are_each_stored_once_when_it_is
         assert pps("hooks", "install", "--project", str(project), env=env).returncode == 0
         path = project / ".claude" / "settings.local.json"
         settings = json.loads(path.read_text())
-        # What Claude Code runs carries nothing of ours in its environment: the hooks
-        # name the service, the token file and the token themselves.
-        bare = {k: v for k, v in env.items() if not k.startswith("PPS_") or k == "PPS_CLIENT_DIR"}
+        # What Claude Code runs carries nothing of ours in its environment (the hooks name
+        # the service, the token file and the token themselves) but the generous budget.
+        kept = ("PPS_CLIENT_DIR", "PPS_HOOK_BUDGET_S")
+        bare = {k: v for k, v in env.items() if not k.startswith("PPS_") or k in kept}
         transcript = Transcript(tmp_path / "session.jsonl", cwd=str(project))
 
         def turn(prompt: str, reply: str) -> list[dict]:
