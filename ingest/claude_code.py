@@ -51,12 +51,16 @@ from engine.recall import limits
 from engine.store import timestamps
 from engine.store.config import Settings
 from engine.store.db import ensure_private_dir
+from engine.store.errors import InputError
+from engine.store.requests import is_blank
 from ingest import events as ev
 from ingest.client import Client, client_dir
 
 CHANNEL = "terminal"
 SOURCE = "claude-code"
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
+SESSION_MAX = 256
+"""Longest session id taken (what events and recall take)."""
 MAX_READ = 64 * 1024 * 1024
 """Most transcript bytes one hook reads; the rest waits for the next hook."""
 _PLUMBING = ("<command-", "<local-command-")
@@ -226,7 +230,122 @@ def read_new_turns(
     return found, problems
 
 
-# --- the hooks -----------------------------------------------------------------------------
+# --- what a hook takes and answers, wherever it runs ---------------------------------------
+# The command hook (below) and the service's route for Claude Code's http hooks
+# (pps.rest.hooks) build the same events and answer in the same shape from these.
+
+
+TEXT_FIELDS = ("transcript_path", "cwd", "prompt", "source", "model")
+"""Payload fields we read: text when present."""
+
+
+def check_payload(payload: Any, event: str | None = None) -> str:
+    """The event a Claude Code hook payload is for: `event` (a name `canonical` knows),
+    else its `hook_event_name`, exactly as Claude Code writes it. Raises InputError
+    naming the field that makes it no Claude Code hook payload."""
+    if not isinstance(payload, dict):
+        raise InputError.of("body", "a Claude Code hook sends a JSON object")
+    session = payload.get("session_id")
+    if not isinstance(session, str) or is_blank(session):
+        raise InputError.of("session_id", "missing; a Claude Code hook payload names its session")
+    if len(session) > SESSION_MAX:
+        raise InputError.of("session_id", f"{len(session)} characters; at most {SESSION_MAX}")
+    for name in TEXT_FIELDS:
+        if name in payload and not isinstance(payload[name], str):
+            raise InputError.of(name, f"{type(payload[name]).__name__}; expected text")
+    named = payload.get("hook_event_name") if event is None else canonical(event)
+    if named not in EVENTS:
+        raise InputError.of("hook_event_name", f"{named!r} is none of {', '.join(EVENTS)}")
+    return named
+
+
+def session_of(payload: dict[str, Any]) -> str:
+    value = payload.get("session_id")
+    return value if isinstance(value, str) and value else "unknown-session"
+
+
+def marker(
+    payload: dict[str, Any], hook: str, event_type: str, uid: str, content: str, **metadata: Any
+) -> dict[str, Any]:
+    """An event of this session that the hook `hook` records (a marker, or the prompt)."""
+    metadata = {"source": SOURCE, "hook": hook, **metadata}
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        metadata["cwd"] = cwd
+    return {
+        "event_uid": uid,
+        "channel": CHANNEL,
+        "event_type": event_type,
+        "content": content,
+        "session_id": session_of(payload),
+        "created_at": timestamps.now(),
+        "metadata": metadata,
+    }
+
+
+def start_marker(payload: dict[str, Any]) -> dict[str, Any]:
+    """The `session_start` event of a SessionStart payload."""
+    source = str(payload.get("source") or "startup")
+    session = session_of(payload)
+    model = payload.get("model")
+    return marker(
+        payload,
+        "SessionStart",
+        "session_start",
+        ev.uid("cc", session, "start", source, time.time_ns() // 1_000_000),
+        f"Claude Code session started ({source})",
+        start_source=source,
+        **({"model": model} if isinstance(model, str) else {}),
+    )
+
+
+def prompt_text(payload: dict[str, Any]) -> str | None:
+    """The prompt of a UserPromptSubmit payload, None when there is none to capture."""
+    prompt = payload.get("prompt")
+    return prompt if isinstance(prompt, str) and prompt.strip() else None
+
+
+def prompt_events(payload: dict[str, Any], occurrence: int, max_bytes: int) -> list[dict]:
+    """The prompt's event (in parts when long): its uid is the one the transcript sweep
+    derives for the prompt's `occurrence`-th time in the session (`user_turn_uid`)."""
+    prompt = prompt_text(payload)
+    session = session_of(payload)
+    event = marker(
+        payload, "UserPromptSubmit", "message", user_turn_uid(session, prompt, occurrence), prompt
+    )
+    event["role"] = "user"
+    return ev.split(event, max_bytes)
+
+
+def recall_request(
+    payload: dict[str, Any], context: str, max_chars: int, **fields: Any
+) -> dict[str, Any]:
+    """The body of POST /v1/recall for this session: where the hook is (so its session
+    is not news from elsewhere) and how much it may inject; `answering` for a prompt."""
+    return {
+        "context": context[: limits.CONTEXT_MAX_CHARS],
+        "channel": CHANNEL,
+        "session_id": session_of(payload),
+        "max_chars": max_chars,
+        **fields,
+    }
+
+
+def answering(parts: list[dict[str, Any]]) -> list[str]:
+    """The uids a prompt's recall must not return: every part of the prompt."""
+    return [part["event_uid"] for part in parts][: limits.ANSWERING_MAX]
+
+
+def hook_output(event: str, context: str | None) -> dict[str, Any]:
+    """What a SessionStart or UserPromptSubmit hook answers: the context to add, in the
+    one shape that cannot be mistaken for anything else whatever the context says; `{}`
+    when there is none."""
+    if context is None:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+
+
+# --- the command hooks ---------------------------------------------------------------------
 
 
 @dataclass
@@ -241,23 +360,10 @@ class Hook:
 
     @property
     def session(self) -> str:
-        value = self.payload.get("session_id")
-        return value if isinstance(value, str) and value else "unknown-session"
+        return session_of(self.payload)
 
     def marker(self, event_type: str, uid: str, content: str, **metadata: Any) -> dict:
-        metadata = {"source": SOURCE, "hook": self.event, **metadata}
-        cwd = self.payload.get("cwd")
-        if isinstance(cwd, str) and cwd:
-            metadata["cwd"] = cwd
-        return {
-            "event_uid": uid,
-            "channel": CHANNEL,
-            "event_type": event_type,
-            "content": content,
-            "session_id": self.session,
-            "created_at": timestamps.now(),
-            "metadata": metadata,
-        }
+        return marker(self.payload, self.event, event_type, uid, content, **metadata)
 
     def transcript_turns(self) -> tuple[list[dict[str, Any]], int]:
         """New turns from the transcript, and the offset after them."""
@@ -279,32 +385,21 @@ class Hook:
 
 
 def session_start(hook: Hook) -> str | None:
-    source = str(hook.payload.get("source") or "startup")
-    marker = hook.marker(
-        "session_start",
-        ev.uid("cc", hook.session, "start", source, time.time_ns() // 1_000_000),
-        f"Claude Code session started ({source})",
-        start_source=source,
-        **({"model": hook.payload["model"]} if isinstance(hook.payload.get("model"), str) else {}),
-    )
-    hook.client.spool.append([marker])
+    hook.client.spool.append([start_marker(hook.payload)])
     return _recall_while_flushing(hook, _recall_request(hook, "startup"))
 
 
 def user_prompt_submit(hook: Hook) -> str | None:
-    prompt = hook.payload.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
+    prompt = prompt_text(hook.payload)
+    if prompt is None:
         _flush(hook)
         return None
     with hook.sessions.edit(hook.session) as state:
-        occurrences = Occurrences(state.prompts)
-        uid = user_turn_uid(hook.session, prompt, occurrences.next(hook.session, prompt))
-        event = hook.marker("message", uid, prompt)
-        event["role"] = "user"
-        parts = ev.split(event, hook.settings.max_content_bytes)
+        occurrence = Occurrences(state.prompts).next(hook.session, prompt)
+        parts = prompt_events(hook.payload, occurrence, hook.settings.max_content_bytes)
         hook.client.spool.append(parts)
-    answering = [part["event_uid"] for part in parts][: limits.ANSWERING_MAX]
-    return _recall_while_flushing(hook, _recall_request(hook, prompt, answering=answering))
+    request = _recall_request(hook, prompt, answering=answering(parts))
+    return _recall_while_flushing(hook, request)
 
 
 def stop(hook: Hook) -> None:
@@ -356,15 +451,7 @@ def _flush(hook: Hook) -> None:
 
 
 def _recall_request(hook: Hook, context: str, **fields: Any) -> dict[str, Any]:
-    """The body of POST /v1/recall for this session: where the hook is (so its session
-    is not news from elsewhere) and how much it may inject."""
-    return {
-        "context": context[: limits.CONTEXT_MAX_CHARS],
-        "channel": CHANNEL,
-        "session_id": hook.session,
-        "max_chars": hook.settings.hook_max_chars,
-        **fields,
-    }
+    return recall_request(hook.payload, context, hook.settings.hook_max_chars, **fields)
 
 
 def _recall_while_flushing(hook: Hook, request: dict[str, Any]) -> str | None:
@@ -376,8 +463,7 @@ def _recall_while_flushing(hook: Hook, request: dict[str, Any]) -> str | None:
     flusher.join(max(0.0, hook.deadline - time.monotonic()))
     if text is None:
         return None
-    output = {"hookEventName": hook.event, "additionalContext": text}
-    return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
+    return json.dumps(hook_output(hook.event, text), ensure_ascii=False)
 
 
 def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
@@ -396,12 +482,13 @@ def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
 def run(event: str, stdin: bytes, settings: Settings, deadline: float) -> str | None:
     """Run one hook; return what to print (None: nothing). Raises on any failure: the
     caller logs it and still exits 0."""
-    name = canonical(event)
-    if name is None:
+    if canonical(event) is None:
         raise ValueError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
     payload = json.loads(stdin)
-    if not isinstance(payload, dict) or not isinstance(payload.get("session_id"), str):
-        raise ValueError("the hook input is not a Claude Code hook's JSON (no session_id)")
+    try:
+        name = check_payload(payload, event)
+    except ValueError as exc:
+        raise ValueError(f"the hook input is not a Claude Code hook's JSON ({exc})") from None
     with Client.from_settings(settings) as client:
         sessions = Sessions(client_dir(settings) / f"claude-code-{client.identity}")
         hook = Hook(name, payload, settings, client, sessions, deadline)

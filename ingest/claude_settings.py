@@ -1,30 +1,56 @@
 """`pps hooks install|uninstall`: our hooks in a Claude Code settings file, nobody else's touched.
 
-The settings structure (Claude Code hooks reference): `{"hooks": {"<Event>": [{"matcher":
-"...", "hooks": [{"type": "command", "command": "...", "timeout": <seconds>}]}]}}`, in
-~/.claude/settings.json (user), <project>/.claude/settings.json (shared with the team) or
-<project>/.claude/settings.local.json (this machine only). A project install goes to the
-local file: our command names this machine's `pps` and token file.
+The settings structure (Claude Code's settings schema, 2.1): `{"hooks": {"<Event>":
+[{"matcher": "...", "hooks": [<hook>, ...]}]}}`, a hook being `{"type": "command",
+"command": "...", "timeout": <seconds>, "async": <bool>}` or `{"type": "http", "url":
+"...", "headers": {...}, "allowedEnvVars": [...], "timeout": <seconds>}` (Claude Code
+POSTs the payload a command hook reads on stdin and reads the same JSON answer; it runs
+no http hook on SessionStart). The files: ~/.claude/settings.json (user),
+<project>/.claude/settings.json (shared with the team) or <project>/.claude/settings.local.json
+(this machine only). A project install goes to the local file: our hooks name this
+machine's `pps`, token file and service.
 
-A hook is ours when its command runs `pps hook ...` (after any VAR=value words), so a
-hand-written one is recognised too. Install adds ours or updates them in place, and keeps
-every other key, event, group and hook as it was; uninstall removes only ours. A file
-that is not valid JSON is refused and left unchanged; writes are atomic.
+By default UserPromptSubmit, the hook every prompt waits for, is an http hook served by
+the running service (no process); SessionStart, PreCompact and SessionEnd are command
+hooks, and Stop one that Claude Code runs in the background (`async`): it sends what
+the transcript holds, the prompts an http hook could not deliver among it.
+`command_hooks` makes every one a command (`--command`, and where Claude Code would
+refuse the http hook: a service at a private address, `http_refused`).
+
+A hook is ours when its command runs `pps hook ...` (after any VAR=value words) or it
+POSTs to a URL whose path is /v1/hooks/claude-code, so a hand-written one is recognised
+too. Install adds ours or replaces them in place, and keeps every other key, event, group
+and hook as it was; uninstall removes only ours. A file that is not valid JSON is
+refused and left unchanged; writes are atomic, and a file that holds a token is 0600.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import os
 import re
 import shlex
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ingest.claude_code import EVENTS
+
+ROUTE = "/v1/hooks/claude-code"
+"""The service's route for Claude Code's http hooks (pps.rest.hooks)."""
+HTTP_EVENTS = ("UserPromptSubmit",)
+"""The hooks installed as http hooks: the payload is all their work needs."""
+BACKGROUND_EVENTS = ("Stop",)
+"""The command hooks Claude Code runs in the background next to http hooks."""
+BACKGROUND_TIMEOUT_S = 60
+"""Claude Code's limit on a background hook (a Python start on a busy 2-core machine
+took 11 s at worst; the prompt's command hook, 13 s at the median beside 4 busy
+processes)."""
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -61,7 +87,82 @@ def hook_command(event: str, env: dict[str, str]) -> str:
     return " ".join(words)
 
 
-def is_ours(command: Any) -> bool:
+def command_timeout(budget_s: float) -> int:
+    """Claude Code's limit on a command hook: it only matters if our watchdog failed."""
+    return max(10, math.ceil(budget_s) * 3)
+
+
+def command_hooks(env: dict[str, str], budget_s: float) -> dict[str, dict[str, Any]]:
+    """Our hook for each event, every one a command (`--command`)."""
+    timeout = command_timeout(budget_s)
+    return {
+        event: {"type": "command", "command": hook_command(event, env), "timeout": timeout}
+        for event in EVENTS
+    }
+
+
+def http_hooks(
+    env: dict[str, str], budget_s: float, url: str, token: str
+) -> dict[str, dict[str, Any]]:
+    """Our hook for each event: http where the payload is all the work needs, else a
+    command (in the background for Stop). The token is written into the header: the
+    settings file that holds it is kept 0600."""
+    hooks = command_hooks(env, budget_s)
+    for event in HTTP_EVENTS:
+        hooks[event] = {
+            "type": "http",
+            "url": url.rstrip("/") + ROUTE,
+            "headers": {"Authorization": f"Bearer {token}"},
+            "timeout": budget_s,
+        }
+    for event in BACKGROUND_EVENTS:  # nobody waits: a busy machine may take it past 10 s
+        hooks[event].update({"async": True, "timeout": BACKGROUND_TIMEOUT_S})
+    return hooks
+
+
+BLOCKED_NETWORKS = [
+    ipaddress.ip_network(net)
+    for net in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "::/128",
+        "fc00::/7",
+        "fe80::/10",
+    )
+]
+"""Where Claude Code refuses to send an http hook (private and link-local addresses, not
+loopback): its guard against a hook reaching into the network it runs in."""
+
+
+def http_refused(url: str) -> str | None:
+    """Why Claude Code would refuse an http hook to `url` (the address it would reach),
+    or None. A name that does not resolve here is not refused here."""
+    host = urlsplit(url).hostname or ""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return None
+    for address in sorted(addresses):
+        ip = ipaddress.ip_address(address.split("%")[0])
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if any(ip in network for network in BLOCKED_NETWORKS if network.version == ip.version):
+            named = host if host == str(ip) else f"{host} ({ip})"
+            return f"{named} is a private address: Claude Code sends no http hook there"
+    return None
+
+
+def is_ours(hook: Any) -> bool:
+    if not isinstance(hook, dict):
+        return False
+    if hook.get("type") == "http":
+        url = hook.get("url")
+        return isinstance(url, str) and urlsplit(url).path.rstrip("/") == ROUTE
+    command = hook.get("command")
     if not isinstance(command, str):
         return False
     try:
@@ -75,33 +176,37 @@ def is_ours(command: Any) -> bool:
     return words[1:4] == ["-m", "pps.cli", "hook"]
 
 
-def install(path: Path, env: dict[str, str], budget_s: float) -> Changes:
-    """Add our hook for each event (or update it where it is); keep everything else."""
+def holds_token(hook: dict[str, Any]) -> bool:
+    return any(value.startswith("Bearer ") for value in hook.get("headers", {}).values())
+
+
+def install(path: Path, wanted: dict[str, dict[str, Any]]) -> Changes:
+    """Put `wanted[event]` as our hook for each event (replacing ours where it is); keep
+    everything else. A file that then holds a token is made 0600."""
     settings = _read(path)
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise SettingsError(f"{path}: 'hooks' is not an object; nothing was changed")
-    # Claude Code's own limit only matters if our watchdog failed; leave it room.
-    timeout = max(10, math.ceil(budget_s) * 3)
     changes = Changes(path)
-    for event in EVENTS:
-        command = hook_command(event, env)
+    for event, hook in wanted.items():
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise SettingsError(f"{path}: hooks.{event} is not a list; nothing was changed")
-        ours = [(group, hook) for group, hook in _hooks(groups) if is_ours(hook.get("command"))]
+        ours = [(group, mine) for group, mine in _hooks(groups) if is_ours(mine)]
         if not ours:
-            groups.append({"hooks": [{"type": "command", "command": command, "timeout": timeout}]})
+            groups.append({"hooks": [dict(hook)]})
             changes.added.append(event)
             continue
         (_, first), extra = ours[0], ours[1:]
-        if first.get("command") != command or first.get("timeout") != timeout:
-            first.update(type="command", command=command, timeout=timeout)
+        if first != hook:
+            first.clear()
+            first.update(hook)
             changes.updated.append(event)
-        for group, hook in extra:  # the same hook twice would capture every turn twice
-            group["hooks"].remove(hook)
+        for group, mine in extra:  # the same hook twice would capture every turn twice
+            group["hooks"].remove(mine)
         _drop_empty(hooks, event, emptied={id(group) for group, _ in extra})
-    _write(path, settings)
+    private = any(holds_token(hook) for hook in wanted.values())
+    _write(path, settings, mode=0o600 if private else None)
     return changes
 
 
@@ -118,7 +223,7 @@ def uninstall(path: Path) -> Changes:
         groups = hooks[event]
         if not isinstance(groups, list):
             continue
-        ours = [(group, hook) for group, hook in _hooks(groups) if is_ours(hook.get("command"))]
+        ours = [(group, hook) for group, hook in _hooks(groups) if is_ours(hook)]
         for group, hook in ours:
             group["hooks"].remove(hook)
         if ours:
@@ -167,11 +272,13 @@ def _read(path: Path) -> dict:
     return settings
 
 
-def _write(path: Path, settings: dict) -> None:
-    """Atomically, keeping the file's mode (0600 for a new file; a new folder is 0700)."""
+def _write(path: Path, settings: dict, mode: int | None = None) -> None:
+    """Atomically, as `mode`, else keeping the file's mode (0600 for a new file; a new
+    folder is 0700). Claude Code keeps a file's mode when it rewrites it."""
     if not path.parent.exists():
         path.parent.mkdir(mode=0o700, parents=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    if mode is None:
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
     temporary = path.with_name(f".{path.name}.pps-tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:

@@ -1,6 +1,8 @@
 """`pps hooks install|uninstall claude-code`: our hooks merged into a settings file that
 already holds other people's, updated in place on a re-install, removed alone; a file
-that is not valid JSON is refused and left byte for byte; the installed command works."""
+that is not valid JSON is refused and left byte for byte; the installed hooks work. By
+default UserPromptSubmit is an http hook with the token in its header (the file 0600) and
+Stop a command run in the background; `--command` makes every hook a command."""
 
 from __future__ import annotations
 
@@ -37,14 +39,17 @@ def install(env, *args):
     return pps("hooks", "install", "claude-code", *args, env=env)
 
 
-def ours(settings: dict) -> dict[str, list[str]]:
-    """Our commands by event: the ones that end in `hook <Event>`."""
-    found: dict[str, list[str]] = {}
+def ours(settings: dict) -> dict[str, list[dict]]:
+    """Our hooks by event: the commands that end in `hook <Event>`, the http hooks that
+    post to the service's hook route."""
+    found: dict[str, list[dict]] = {}
     for event, groups in settings.get("hooks", {}).items():
         for group in groups:
             for hook in group["hooks"]:
-                if hook["command"].endswith(f" hook {event}"):
-                    found.setdefault(event, []).append(hook["command"])
+                if hook.get("command", "").endswith(f" hook {event}") or hook.get(
+                    "url", ""
+                ).endswith("/v1/hooks/claude-code"):
+                    found.setdefault(event, []).append(hook)
     return found
 
 
@@ -55,19 +60,33 @@ def test_install_merges_and_uninstall_removes_only_ours(tmp_path):
     path.write_text(json.dumps(THEIRS, indent=4))
     env = client_env("http://127.0.0.1:8123", "pps_t", tmp_path)
 
+    path.chmod(0o644)
     done = install(env, "--project", str(project))
     assert done.returncode == 0, done.stderr
     settings = json.loads(path.read_text())
     assert sorted(ours(settings)) == sorted(EVENTS)
-    assert all(len(commands) == 1 for commands in ours(settings).values())
+    assert all(len(hooks) == 1 for hooks in ours(settings).values())
     for key in ("model", "permissions", "env"):
         assert settings[key] == THEIRS[key]
     assert settings["hooks"]["PreToolUse"] == THEIRS["hooks"]["PreToolUse"]
     assert settings["hooks"]["SessionStart"][0] == THEIRS["hooks"]["SessionStart"][0]
     assert settings["hooks"]["Stop"][0] == THEIRS["hooks"]["Stop"][0]
-    command = ours(settings)["Stop"][0]
+    [prompt] = ours(settings)["UserPromptSubmit"]
+    assert prompt == {
+        "type": "http",
+        "url": "http://127.0.0.1:8123/v1/hooks/claude-code",
+        "headers": {"Authorization": "Bearer pps_t"},
+        "timeout": 2.0,
+    }
+    assert path.stat().st_mode & 0o777 == 0o600  # it holds the token now
+    [stop] = ours(settings)["Stop"]
+    assert stop["type"] == "command" and stop["async"] is True and stop["timeout"] == 60
+    command = stop["command"]
     assert "PPS_URL=http://127.0.0.1:8123" in command and "PPS_TOKEN_FILE=" in command
-    assert "pps_t" not in command  # the token itself never goes into a settings file
+    assert "pps_t" not in command  # a command names the token file, not the token
+    for event in ("SessionStart", "PreCompact", "SessionEnd"):  # off the prompt's path
+        [hook] = ours(settings)[event]
+        assert hook["type"] == "command" and "async" not in hook
 
     again = install(env, "--project", str(project))
     assert again.returncode == 0 and "added none" in again.stdout
@@ -76,8 +95,16 @@ def test_install_merges_and_uninstall_removes_only_ours(tmp_path):
     moved = client_env("http://127.0.0.1:9999", "pps_t", tmp_path)
     assert "updated" in install(moved, "--project", str(project)).stdout
     updated = json.loads(path.read_text())
-    assert all("9999" in c[0] for c in ours(updated).values())
-    assert all(len(c) == 1 for c in ours(updated).values())
+    assert all("9999" in json.dumps(hooks[0]) for hooks in ours(updated).values())
+    assert all(len(hooks) == 1 for hooks in ours(updated).values())
+
+    done = install(moved, "--command", "--project", str(project))
+    assert "updated UserPromptSubmit, Stop\n" in done.stdout, done.stderr
+    commands = json.loads(path.read_text())
+    assert all(len(hooks) == 1 for hooks in ours(commands).values())
+    for hooks in ours(commands).values():
+        assert set(hooks[0]) == {"type", "command", "timeout"} and hooks[0]["type"] == "command"
+    assert "pps_t" not in path.read_text()
 
     removed = pps("hooks", "uninstall", "claude-code", "--project", str(project), env=env)
     assert removed.returncode == 0, removed.stderr
@@ -94,7 +121,7 @@ def test_install_into_a_new_user_settings_file(tmp_path):
     assert (home / ".claude").stat().st_mode & 0o777 == 0o700
     settings = json.loads(path.read_text())
     assert sorted(settings["hooks"]) == sorted(EVENTS)
-    group = settings["hooks"]["UserPromptSubmit"][0]
+    group = settings["hooks"]["SessionEnd"][0]
     assert group["hooks"][0]["type"] == "command" and group["hooks"][0]["timeout"] >= 10
 
     assert pps("hooks", "uninstall", "--user", env=env).returncode == 0
@@ -120,12 +147,38 @@ def test_both_scopes_at_once_are_refused(tmp_path):
     assert done.returncode == 1 and "not both" in done.stderr
 
 
+def test_a_service_at_a_private_address_gets_command_hooks(tmp_path):
+    """Claude Code refuses http hooks to private addresses (not loopback): installing one
+    there would leave every prompt without recall."""
+    env = client_env("http://10.1.2.3:8123", "pps_t", tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    done = install(env, "--project", str(project))
+    assert done.returncode == 0, done.stderr
+    assert "10.1.2.3 is a private address" in done.stderr
+    path = project / ".claude" / "settings.local.json"
+    assert all(
+        hooks[0]["type"] == "command" for hooks in ours(json.loads(path.read_text())).values()
+    )
+    assert "pps_t" not in path.read_text()
+
+
+def test_http_hooks_need_a_token_and_say_so(tmp_path):
+    env = client_env("http://127.0.0.1:8123", "pps_t", tmp_path)
+    del env["PPS_TOKEN_FILE"]
+    project = tmp_path / "project"
+    project.mkdir()
+    done = install(env, "--project", str(project))
+    assert done.returncode == 1 and "--command" in done.stderr and "PPS_TOKEN_FILE" in done.stderr
+    assert not (project / ".claude").exists()
+
+
 def test_the_installed_command_captures_a_prompt(make_client, server, tmp_path):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path)
     project = tmp_path / "project"
     project.mkdir()
-    assert install(env, "--project", str(project)).returncode == 0
+    assert install(env, "--command", "--project", str(project)).returncode == 0
     settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     transcript = Transcript(tmp_path / "t.jsonl")

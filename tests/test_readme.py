@@ -86,8 +86,12 @@ def test_the_walk_through_runs_as_printed(user, tmp_path):
     assert {"ambient_recall", "store_event"} <= tools
     calls = (tmp_path / "claude.calls").read_text().splitlines()
     assert calls[0].startswith("mcp add --transport http pps") and "mcp --profile pps" in calls[1]
-    hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
+    settings = home / ".claude" / "settings.json"
+    hooks = json.loads(settings.read_text())["hooks"]
     assert "UserPromptSubmit" in hooks and "pps" in json.dumps(hooks)
+    [prompt] = hooks["UserPromptSubmit"][0]["hooks"]
+    assert prompt["type"] == "http" and prompt["url"].endswith("/v1/hooks/claude-code")
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600  # it holds the token
 
 
 def documents(text: str) -> list:

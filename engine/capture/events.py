@@ -408,6 +408,14 @@ def get_event(
     return Event.from_row(row)
 
 
+def exists(db: Database, entity: str, event_uid: str) -> bool:
+    """Whether the entity has stored an event with this uid."""
+    row = db.conn.execute(
+        "SELECT 1 FROM events WHERE entity = ? AND event_uid = ?", (entity, event_uid)
+    ).fetchone()
+    return row is not None
+
+
 def turns_around(db: Database, entity: str, query: AroundQuery) -> list[Event]:
     """`count` events around the moment (half before, half after), oldest first."""
     where, params = query.where(entity)

@@ -46,13 +46,23 @@ def hooks_install(
     user: Annotated[
         bool, typer.Option("--user", help="Into ~/.claude/settings.json (every project).")
     ] = False,
+    command: Annotated[
+        bool,
+        typer.Option(
+            "--command",
+            help="Every hook a command (`pps hook`), UserPromptSubmit too; by default it is an"
+            " http hook served by the running service.",
+        ),
+    ] = False,
     token_file: ClientToken = None,
     url: Url = None,
     port: Port = None,
 ) -> None:
-    """Merge our hooks into a Claude Code settings file; nobody else's hooks are touched."""
+    """Merge our hooks into a Claude Code settings file; nobody else's hooks are touched.
+    UserPromptSubmit is an http hook with the token in its header (the file is made 0600);
+    the others run `pps hook`, Stop in the background."""
     from ingest import claude_settings
-    from ingest.client import service_url
+    from ingest.client import ClientConfigError, read_token, service_url
 
     if target != "claude-code":
         fail(f"unknown target {target!r}: only claude-code")
@@ -65,8 +75,22 @@ def hooks_install(
     if os.environ.get("PPS_CLIENT_DIR"):
         env["PPS_CLIENT_DIR"] = str(settings.client_dir.expanduser().resolve())
     path = claude_settings.settings_path(project=project, user=user)
+    refused = None if command else claude_settings.http_refused(service_url(settings))
+    if refused is not None:
+        typer.echo(f"warning: {refused}; every hook is a command (as with --command)", err=True)
+        command = True
+    if command:
+        wanted = claude_settings.command_hooks(env, settings.hook_budget_s)
+    else:
+        try:
+            token = read_token(settings)
+        except ClientConfigError as exc:
+            fail(f"{exc}; the http hook carries the token (or install with --command)")
+        wanted = claude_settings.http_hooks(
+            env, settings.hook_budget_s, service_url(settings), token
+        )
     try:
-        changes = claude_settings.install(path, env, settings.hook_budget_s)
+        changes = claude_settings.install(path, wanted)
     except claude_settings.SettingsError as exc:
         fail(str(exc))
     typer.echo(

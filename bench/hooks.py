@@ -1,0 +1,120 @@
+"""The prompt's hook round trip: what every Claude Code prompt waits for, as an http hook
+served by the running service (`POST /v1/hooks/claude-code`, a new connection each time,
+as Claude Code makes one) and as the command hook (`pps hook UserPromptSubmit`, a new
+process), each storing the prompt and answering its recall. Against a real `pps serve`
+(no graph) with one entity holding `--events` turns; timed idle, then again beside
+`--busy` CPU-bound processes (stopped after the runs). Prints p50 and p95 of each.
+
+    python bench/hooks.py [--runs N] [--busy 4] [--events 500]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run by path: bench/ingest.py must not shadow `ingest`
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+import httpx
+
+from bench.client_start import prompt_hook
+from pps.process import ServerProcess
+
+SPIN = "while True: pass"
+
+
+def http_hook(url: str, token: str, n: int) -> float:
+    """Seconds one http hook takes: POST the payload, read the answer."""
+    payload = {
+        "session_id": "0b7c2f4e-bench-http",
+        "transcript_path": "/nonexistent/transcript.jsonl",
+        "cwd": "/srv/bench",
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": f"What did we decide about the greenhouse sensor release? ({n})",
+    }
+    started = time.perf_counter()
+    answer = httpx.post(
+        f"{url}/v1/hooks/claude-code",
+        json=payload,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    elapsed = time.perf_counter() - started
+    if "hookSpecificOutput" not in answer.json():
+        raise RuntimeError(f"the http hook answered {answer.status_code}: {answer.text[:500]}")
+    return elapsed
+
+
+def percentiles(seconds: list[float]) -> str:
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"p50 {statistics.median(ordered) * 1000:7.0f} ms   p95 {p95 * 1000:7.0f} ms"
+
+
+def measure(label: str, url: str, token: str, env: dict, home: Path, runs: int) -> None:
+    http = [http_hook(url, token, n) for n in range(runs)]
+    command = [prompt_hook(env, home)[0] for _ in range(runs)]
+    load = os.getloadavg()[0]
+    print(f"{label} (load average {load:.1f}, {runs} runs each)")
+    print(f"  http hook     {percentiles(http)}")
+    print(f"  command hook  {percentiles(command)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--busy", type=int, default=4)
+    parser.add_argument("--events", type=int, default=500)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as root:
+        home = Path(root)
+        server = ServerProcess(home / "data", env={"GRAPH_BACKEND": "none"})
+        with server.start(timeout=300):  # a busy machine starts it slowly
+            token = server.pps("entity", "create", "bench").strip()
+            events = [
+                {
+                    "channel": "terminal",
+                    "role": "user" if n % 2 else "assistant",
+                    "content": f"turn {n}: the greenhouse sensor reads {n % 37} degrees",
+                }
+                for n in range(args.events)
+            ]
+            headers = {"Authorization": f"Bearer {token}"}
+            httpx.post(f"{server.url}/v1/events", json=events, headers=headers, timeout=60)
+            env = {
+                **server.env,
+                "PPS_URL": server.url,
+                "PPS_TOKEN": token,
+                "PPS_CLIENT_DIR": str(home / "client"),
+            }
+            env.pop("PPS_TOKEN_FILE", None)
+            prompt_hook(env, home)  # the first of each is not timed
+            http_hook(server.url, token, -1)
+            measure("idle", server.url, token, env, home, args.runs)
+            spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.busy)]
+            try:
+                measure(
+                    f"beside {args.busy} CPU-bound processes",
+                    server.url,
+                    token,
+                    env,
+                    home,
+                    args.runs,
+                )
+            finally:
+                for spinner in spinners:
+                    spinner.kill()
+                    spinner.wait()
+
+
+if __name__ == "__main__":
+    main()
