@@ -110,6 +110,15 @@ def enqueue(conn: sqlite3.Connection, entity: str, kind: str, key: str, payload:
     )
 
 
+def unfinished(conn: sqlite3.Connection, entity: str, kind: str) -> int:
+    """How many of the entity's jobs of `kind` are not finished (not done, not dead)."""
+    marks = ",".join("?" * len(UNFINISHED))
+    return conn.execute(
+        f"SELECT COUNT(*) FROM jobs WHERE entity = ? AND kind = ? AND state IN ({marks})",
+        (entity, kind, *UNFINISHED),
+    ).fetchone()[0]
+
+
 def claim(db: Database, kind: str, owner: str, policy: Policy) -> Job | None:
     """Take the oldest ready job of `kind` (pending, retry due, or lease expired)."""
     while True:
