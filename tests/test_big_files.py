@@ -171,3 +171,22 @@ def test_one_homes_backlog_holds_up_no_other_home_nor_anyones_new_turns(tmp_path
         )
         behind = _index(a)
         assert behind["vectors"] < behind["chunks"] - 1
+
+
+def test_a_long_file_rewritten_holds_its_new_text_only(server, client):
+    """A file of more chunks than one write stores (256) is replaced in several: once it is
+    done the index holds the new text whole, none of the old, and the file's hash."""
+    pantry = [f"## Shelf {n}\nShelf {n} holds jars of plum jam number {n}." for n in range(300)]
+    write(server, client, "memory/pantry.md", "\n\n".join(pantry) + "\n")
+    wait_for(lambda: _index(client)["chunks"] == 300, 60, "the long file indexed")
+    cellar = [f"## Rack {n}\nRack {n} holds tins of smoked herring number {n}." for n in range(320)]
+    write(server, client, "memory/pantry.md", "\n\n".join(cellar) + "\n")
+    wait_for(
+        lambda: _index(client)["chunks"] == 320 and texts(search(client, "smoked herring")),
+        60,
+        "the rewritten file indexed",
+    )
+    assert texts(search(client, "plum jam")) == []
+    found = client.get("/v1/check").json()["entities"][0]
+    assert [p for p in found["problems"] if p["layer"] == "files"] == []
+    assert found["counts"]["files_indexed"] == 1

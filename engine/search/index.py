@@ -86,7 +86,8 @@ class IndexStats(BaseModel):
         description="off, below_threshold, building, or ready (serving the dense side)."
     )
     skipped: list[SkippedFile] = Field(
-        description="Files of the home not indexed, and why (a name that is not UTF-8)."
+        description="Files of the home not indexed, and why (a name that is not UTF-8,"
+        " too big, bytes that are not text)."
     )
 
 
@@ -344,7 +345,7 @@ class Index:
                             " indexed_at = ? WHERE id = ?",
                             (stat.st_size, stat.st_mtime_ns, digest, timestamps.now(), file_id),
                         )
-                        if deferred:
+                        if deferred and not queue.queued(conn, home.entity, FILE_EMBED_JOB):
                             key = f"{file_id}:{digest[:16]}"
                             queue.enqueue(conn, home.entity, FILE_EMBED_JOB, key, {})
         return ("updated" if known is not None else "added"), len(fresh)
@@ -480,7 +481,7 @@ class Index:
 
     def embed_later(self, entity: str) -> bool:
         """Hand the entity's chunks without a vector of the current model (files and
-        turns) to the queue, a slice a job, unless a slice is queued already: the keeper
+        turns) to the queue, a slice a job, unless a slice waits there already: the keeper
         never spends its time on one entity's backlog while other homes wait. Returns
         whether any chunk lacks its vector."""
         lacking = self.db.conn.execute(
@@ -491,7 +492,7 @@ class Index:
         if lacking is None:
             return False
         with self.db.write() as conn:
-            if not queue.unfinished(conn, entity, FILE_EMBED_JOB):
+            if not queue.queued(conn, entity, FILE_EMBED_JOB):
                 key = f"missing-{timestamps.now()}"
                 queue.enqueue(conn, entity, FILE_EMBED_JOB, key, {"turns": True})
         return True
@@ -629,7 +630,9 @@ class Index:
 def file_embed_handler(index: Index, slice_size: int = _INLINE_EMBED_MAX):
     """The `embed_files` job: one slice of an entity's file chunks (with `{"turns": true}`,
     of all its chunks) still without vectors; while more are left, a job after it at the
-    back of the queue. No model: the job waits (BM25 ranks meanwhile), as embed_events."""
+    back of the queue, unless one of the entity's waits there already: each entity has one
+    chain of slices, however many files it changed, and entities take turns. No model:
+    the job waits (BM25 ranks meanwhile), as embed_events."""
 
     def embed_slice(job: queue.Job) -> None:
         every = bool(job.payload.get("turns"))
@@ -639,7 +642,9 @@ def file_embed_handler(index: Index, slice_size: int = _INLINE_EMBED_MAX):
             raise queue.Pause(str(exc)) from exc
         if done == slice_size:
             with index.db.write() as conn:
-                queue.enqueue(conn, job.entity, FILE_EMBED_JOB, f"after-{job.id}", job.payload)
+                if not queue.queued(conn, job.entity, FILE_EMBED_JOB):  # one chain an entity
+                    key = f"after-{job.id}"
+                    queue.enqueue(conn, job.entity, FILE_EMBED_JOB, key, job.payload)
 
     return embed_slice
 

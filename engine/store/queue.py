@@ -110,12 +110,13 @@ def enqueue(conn: sqlite3.Connection, entity: str, kind: str, key: str, payload:
     )
 
 
-def unfinished(conn: sqlite3.Connection, entity: str, kind: str) -> int:
-    """How many of the entity's jobs of `kind` are not finished (not done, not dead)."""
-    marks = ",".join("?" * len(UNFINISHED))
+def queued(conn: sqlite3.Connection, entity: str, kind: str) -> int:
+    """How many of the entity's jobs of `kind` wait to run (pending, retry, waiting; not
+    one running now)."""
     return conn.execute(
-        f"SELECT COUNT(*) FROM jobs WHERE entity = ? AND kind = ? AND state IN ({marks})",
-        (entity, kind, *UNFINISHED),
+        "SELECT COUNT(*) FROM jobs WHERE entity = ? AND kind = ?"
+        " AND state IN ('pending', 'retry', 'waiting')",
+        (entity, kind),
     ).fetchone()[0]
 
 
