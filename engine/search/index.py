@@ -48,6 +48,7 @@ _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _EMBED_BATCH = 256
 _INLINE_EMBED_MAX = 64  # chunks a file may have to embed while it is indexed
 _WRITE_SLICE = 256  # chunks one write transaction stores: a big file's take several
+_URGENT_MAX = 16  # new turns embedded at a query's priority; more go with the bulk work
 _CONTEXT_TOKENS = 32  # of the model's length, kept for a chunk's title and headings
 FILE_EMBED_JOB = "embed_files"
 
@@ -427,10 +428,13 @@ class Index:
         progress: Progress | None = None,
         files_only: bool = False,
         limit: int | None = None,
+        urgent: bool = False,
     ) -> int:
         """Embed the entity's chunks (or the given ones; or its files' chunks, at most
-        `limit`) that have no vector of the current model, each batch committed. Raises
-        embeddings.Unavailable. Returns how many were embedded."""
+        `limit`) that have no vector of the current model, each batch committed. `urgent`
+        (a few new turns: someone waits for them): at the priority of a query, ahead of
+        any backlog of bulk work. Raises embeddings.Unavailable. Returns how many were
+        embedded."""
         embedder = self.embedder()
         query = (
             "SELECT c.id, c.kind, c.body, c.context, c.embed_hash, c.tier, c.growth"
@@ -457,7 +461,11 @@ class Index:
             batch = pending[start : start + _EMBED_BATCH]
             reused = self._reusable_vectors(entity, [r["embed_hash"] for r in batch])
             todo = [r for r in batch if r["embed_hash"] not in reused]
-            rows = embedder.embed([embed_text(r["kind"], r["body"], r["context"]) for r in todo])
+            texts = [embed_text(r["kind"], r["body"], r["context"]) for r in todo]
+            if urgent and len(texts) <= _URGENT_MAX:
+                rows = [embedder.embed_one(text) for text in texts]
+            else:
+                rows = embedder.embed(texts)
             made = dict(reused)
             made.update({r["embed_hash"]: rows[i] for i, r in enumerate(todo)})
             with self._applying(entity) as apply, self.db.write() as conn:
