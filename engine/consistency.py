@@ -5,7 +5,7 @@ problem named with the command that repairs it, and the safe repairs done on req
 What is checked, per entity:
 - files: each indexed file is still in the home and has the sha256 it was indexed with;
   each file of the home that should be indexed is (or is listed as skipped, and why:
-  too big, a name that is not UTF-8);
+  too big, a name that is not UTF-8, bytes that are not text);
 - turns: each stored turn (an event that is not a marker) has its search row, and a
   vector of the current model or an unfinished `embed_events` job naming it; file chunks
   have vectors or an unfinished `embed_files` job; no search row or vector points at an
@@ -72,7 +72,7 @@ class EntityCheck(BaseModel):
     problems: list[Problem]
     skipped: list[SkippedFile] = Field(
         description="Files of the home not indexed on purpose, and why (too big, a name"
-        " that is not UTF-8): reported, not problems."
+        " that is not UTF-8, bytes that are not text): reported, not problems."
     )
     repaired: list[str] = Field(description="What `--repair` did, in order.")
     _found: dict[str, list] = PrivateAttr(default_factory=dict)  # for the repair
@@ -200,7 +200,14 @@ class _Walk:
                 continue
             if now != digest:
                 changed.append(path)
-        missing = sorted(on_disk - indexed.keys())
+        missing = []
+        for path in sorted(on_disk - indexed.keys()):
+            problem = home.text_problem(path)  # text at its start, not in the rest
+            if problem is None:
+                missing.append(path)
+            else:
+                self.skipped.append(SkippedFile(path=path, problem=problem))
+                on_disk.discard(path)
         self.counts.update(
             files_indexed=len(indexed), files_in_home=len(on_disk), files_skipped=len(self.skipped)
         )

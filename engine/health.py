@@ -58,8 +58,8 @@ def _files(runtime: Runtime) -> dict:
     state = {"status": "ok", "skipped": skipped}
     if skipped:
         state["why"] = (
-            "files in the homes whose names are not UTF-8 are not indexed; each entity's"
-            " GET /v1/search/index lists its own"
+            "files in the homes are not indexed (a name that is not UTF-8, too big, not"
+            " text); each entity's GET /v1/search/index and its memory page list its own"
         )
     return state
 

@@ -12,6 +12,7 @@ from engine.capture import entities
 from engine.search import embeddings
 from engine.search.index import embed_text
 from engine.store.config import Settings
+from engine.store.db import Database
 from tests.conftest import AppServer, connect, wait_for
 from tests.searching import search, texts, write
 
@@ -115,3 +116,77 @@ def test_every_chunk_is_read_whole_by_the_model(server, client):
         assert embedder.count([read])[0] <= embedder.max_tokens
     assert " ".join(row["body"] for row in rows).split() == GARDEN.split()  # all of it
     assert "flowerpot" in texts(search(client, "where is the spare key hidden"))[0]
+
+
+def _index(client) -> dict:
+    return client.get("/v1/search/index").json()
+
+
+def test_one_homes_backlog_holds_up_no_other_home_nor_anyones_new_turns(tmp_path):
+    """Two homes at start: ann's with a long file (about a thousand chunks to embed), bob's
+    with one note. bob's note is indexed, and his new turn gets its vector, while ann's
+    backlog is still being embedded: the backlog goes to the queue a slice at a time,
+    not in one piece before anyone else's home is looked at."""
+    data_dir = tmp_path / "data"
+    db = Database.open(Settings(data_dir=data_dir))
+    ann, bob = entities.create(db, "ann"), entities.create(db, "bob")
+    db.close()
+    sections = [
+        f"## Shelf {n}\n" + f"Shelf {n} holds jars of plum jam, pickled beans and oats. " * 12
+        for n in range(1000)
+    ]
+    long = data_dir / "entities" / "ann" / "memory" / "pantry.md"
+    long.parent.mkdir(parents=True)
+    long.write_text("\n\n".join(sections) + "\n")
+    note = data_dir / "entities" / "bob" / "memory" / "bike.md"
+    note.parent.mkdir(parents=True)
+    note.write_text("The red bicycle leans against the garage door.\n")
+    with (
+        AppServer(data_dir, queue_poll_s=0.05) as server,
+        connect(server, ann) as a,
+        connect(server, bob) as b,
+    ):
+        wait_for(lambda: texts(search(b, "bicycle garage")), 120, "bob's note to be indexed")
+        behind = _index(a)
+        assert behind["chunks"] >= 1000 and behind["vectors"] < behind["chunks"]
+        posted = b.post("/v1/events", json=[{"channel": "cli", "content": "Tea at noon."}])
+        assert posted.status_code == 200, posted.text
+        wait_for(
+            lambda: (s := _index(b))["vectors"] == s["chunks"], 120, "bob's turn to be embedded"
+        )
+        behind = _index(a)
+        assert behind["vectors"] < behind["chunks"]  # ann's backlog is still going
+        # ann's own new turn goes ahead of her file's backlog too.
+        posted = a.post("/v1/events", json=[{"channel": "cli", "content": "Soup tonight."}])
+        assert posted.status_code == 200, posted.text
+        turn = posted.json()["events"][0]["id"]
+        wait_for(
+            lambda: server.db.conn.execute(
+                "SELECT 1 FROM search_vectors v JOIN search_chunks c ON c.id = v.chunk_id"
+                " WHERE c.event_id = ?",
+                (turn,),
+            ).fetchone(),
+            120,
+            "ann's turn to be embedded",
+        )
+        behind = _index(a)
+        assert behind["vectors"] < behind["chunks"] - 1
+
+
+def test_a_long_file_rewritten_holds_its_new_text_only(server, client):
+    """A file of more chunks than one write stores (256) is replaced in several: once it is
+    done the index holds the new text whole, none of the old, and the file's hash."""
+    pantry = [f"## Shelf {n}\nShelf {n} holds jars of plum jam number {n}." for n in range(300)]
+    write(server, client, "memory/pantry.md", "\n\n".join(pantry) + "\n")
+    wait_for(lambda: _index(client)["chunks"] == 300, 60, "the long file indexed")
+    cellar = [f"## Rack {n}\nRack {n} holds tins of smoked herring number {n}." for n in range(320)]
+    write(server, client, "memory/pantry.md", "\n\n".join(cellar) + "\n")
+    wait_for(
+        lambda: _index(client)["chunks"] == 320 and texts(search(client, "smoked herring")),
+        60,
+        "the rewritten file indexed",
+    )
+    assert texts(search(client, "plum jam")) == []
+    found = client.get("/v1/check").json()["entities"][0]
+    assert [p for p in found["problems"] if p["layer"] == "files"] == []
+    assert found["counts"]["files_indexed"] == 1

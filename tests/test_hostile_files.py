@@ -3,15 +3,20 @@ service or eat its memory (issue 15)."""
 
 from __future__ import annotations
 
+import html
 import logging
 import os
 
 import pytest
+from typer.testing import CliRunner
 
 from engine.capture import entities
 from engine.search.chunks import FRONT_MATTER_MAX_CHARS, split
-from tests.conftest import AppServer, connect, wait_for
+from engine.search.homes import text_problem
+from pps.cli import app
+from tests.conftest import AppServer, connect, settings_env, wait_for
 from tests.searching import home, search, texts
+from tests.test_ui import UI
 
 # 450 bytes of YAML whose `title` expands to 10^9 strings once it is turned into text.
 ALIAS_BOMB = (
@@ -187,3 +192,63 @@ def test_a_file_the_service_may_not_read_is_a_4xx_naming_it(server, client):
     read = client.get("/v1/files", params={"path": "memory/secret.md"})
     assert read.status_code == 422, read.text
     assert "Permission denied" in read.json()["problems"][0]["problem"]
+
+
+# A 200 KB file named .md that is no text: an image's bytes, NULs among them.
+BINARY = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR honeycomb " + bytes(range(256)) * 800
+# Bytes that are not UTF-8, with no NUL among them (another encoding, or an archive).
+NOT_UTF8 = b"honeycomb " + bytes(range(128, 256)) * 800
+
+
+def _skipped(client) -> dict[str, str]:
+    return {s["path"]: s["problem"] for s in client.get("/v1/search/index").json()["skipped"]}
+
+
+@pytest.mark.parametrize("junk", [BINARY, NOT_UTF8], ids=["nul-bytes", "not-utf8"])
+def test_a_binary_md_is_not_indexed_and_is_named_until_it_is_text(server, client, junk):
+    notes = home(server, client) / "memory"
+    notes.mkdir(parents=True)
+    (notes / "blob.md").write_bytes(junk)
+    (notes / "real.md").write_text("The honeycomb frames hang in the shed.\n")
+    wait_for(lambda: texts(search(client, "honeycomb frames shed")), 30, "the text indexed")
+    assert texts(search(client, "honeycomb")) == ["The honeycomb frames hang in the shed."]
+    problem = wait_for(lambda: _skipped(client).get("memory/blob.md"), 30, "the file skipped")
+    assert "not" in problem and ("NUL" in problem or "UTF-8" in problem)
+
+    # Named in `pps check`, as skipped on purpose and not as a problem of the index.
+    result = CliRunner().invoke(
+        app, ["check", "--data-dir", str(server.data_dir)], env=settings_env(**server.overrides)
+    )
+    assert f"skipped   memory/blob.md: {problem}" in result.stdout, result.stdout
+    assert "file_not_indexed" not in result.stdout
+    # And on the memory page, where the home's files are.
+    ui = UI(server, client.headers["Authorization"].removeprefix("Bearer "))
+    assert ui.sign_in().status_code == 303
+    page = ui.get("/ui/memory?tab=files").text
+    assert 'id="skipped"' in page and "memory/blob.md" in page and html.escape(problem) in page
+
+    # It becomes text: indexed then, and no longer named.
+    (notes / "blob.md").write_text("The honeycomb recipe needs lavender.\n")
+    wait_for(
+        lambda: "The honeycomb recipe needs lavender." in texts(search(client, "lavender")),
+        30,
+        "the file indexed once it is text",
+    )
+    assert "memory/blob.md" not in _skipped(client)
+    assert "memory/blob.md" not in ui.get("/ui/memory?tab=files").text.split('id="files"')[0]
+
+
+def test_text_past_its_first_bytes_that_is_binary_is_not_indexed_either(server, client):
+    notes = home(server, client) / "memory"
+    notes.mkdir(parents=True)
+    (notes / "tail.md").write_bytes(b"The beehive notes.\n" * 1000 + BINARY)
+    problem = wait_for(lambda: _skipped(client).get("memory/tail.md"), 30, "the file skipped")
+    assert "NUL" in problem
+    assert texts(search(client, "beehive notes")) == []
+    assert client.get("/v1/search/index").json()["files"] == 0
+
+
+def test_a_stray_byte_that_is_not_utf8_leaves_a_file_text():
+    assert text_problem("Caf\xe9 au lait, ".encode("latin-1") + b"milk and sugar. " * 20) is None
+    assert text_problem("The \ufffd sign is text.".encode()) is None
+    assert text_problem(b"\xff\xfe" + "utf-16".encode("utf-16-le")) is not None

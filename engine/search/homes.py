@@ -13,13 +13,17 @@ The files are the memory; the index is a cache of them. A home is
 
 Paths from callers are relative to the home. Absolute paths and `..` are refused, and a
 path is resolved (symlinks followed) and refused if it lands outside the home. A file
-whose name is not valid UTF-8 cannot be stored or shown by its name: it is skipped, and
-`sources` says so.
+whose name is not valid UTF-8 cannot be stored or shown by its name, and a file whose
+bytes are not text (NUL bytes, or more than a small share that is not valid UTF-8: an
+image or an archive named `.md`) would index as replacement characters: both are
+skipped, and `sources` says so. A file that is text again is indexed again.
 """
 
 from __future__ import annotations
 
+import codecs
 import errno
+import functools
 import os
 import uuid
 from collections.abc import Iterator
@@ -40,6 +44,11 @@ MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 MAX_READ_LINES = 2000
+SNIFF_BYTES = 8192
+"""What `sources` reads of each file to tell text from binary; the indexer reads it whole."""
+MOST_NOT_UTF8 = 0.05
+"""The share of a file's characters that may come from bytes that are not valid UTF-8
+(a stray Latin-1 letter) before it is not text."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,35 @@ class SkippedFile(BaseModel):
 
 
 NAME_NOT_UTF8 = "its name is not valid UTF-8: rename it to have it indexed"
+NOT_TEXT = "not text (it holds NUL bytes: a binary file?): it is not indexed"
+_REPLACEMENT = "\ufffd".encode()  # U+FFFD written in the file itself is text
+
+
+def text_problem(data: bytes, whole: bool = True) -> str | None:
+    """Why these bytes of a file are not text to index, or None. `whole`: the file's
+    every byte (else its first bytes, which may end inside a character)."""
+    if b"\x00" in data:
+        return NOT_TEXT
+    decoded = codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=whole)
+    bad = decoded.count("\ufffd") - data.count(_REPLACEMENT)
+    if bad > MOST_NOT_UTF8 * max(len(decoded), 1):
+        return (
+            f"not UTF-8 text ({bad / max(len(decoded), 1):.0%} of it is not valid UTF-8: a"
+            " binary file, or another encoding): save it as UTF-8 to have it indexed"
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=65536)
+def _sniffed(path: str, size: int, mtime_ns: int) -> str | None:
+    """`text_problem` of a file's first SNIFF_BYTES, remembered while its size and mtime
+    stay (a rescan reads no file twice)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+    except OSError:
+        return None  # unreadable: indexing it says why
+    return text_problem(head, whole=size <= len(head))
 
 
 def name_problem(relative: str) -> str | None:
@@ -147,23 +185,35 @@ class Home:
                         continue
                     seen.add(relative)
                     stat = full.stat()
-                    problem = self.problem(relative, stat.st_size)
+                    problem = self.problem(relative, stat)
                     if problem is not None:
                         if skipped is not None:
                             skipped.append(SkippedFile(path=shown(relative), problem=problem))
                         continue
                     yield source, stat
 
-    def problem(self, relative: str, size: int | None) -> str | None:
-        """Why a file that would be indexed is not: its name, or its size."""
+    def problem(self, relative: str, stat: os.stat_result | None) -> str | None:
+        """Why a file that would be indexed is not: its name, its size, or its first
+        bytes not being text (the indexer checks the rest). `stat`: the file's, or None
+        when there is no such file."""
         problem = name_problem(relative)
-        limit = self.max_file_bytes
-        if problem is None and size is not None and limit is not None and size > limit:
-            problem = (
+        if problem is not None or stat is None:
+            return problem
+        size, limit = stat.st_size, self.max_file_bytes
+        if limit is not None and size > limit:
+            return (
                 f"{size / 1e6:.1f} MB, over PPS_SEARCH_MAX_FILE_BYTES ({limit / 1e6:.1f} MB):"
                 " split it, or raise the setting"
             )
-        return problem
+        return _sniffed(str(self.path(relative)), size, stat.st_mtime_ns)
+
+    def text_problem(self, relative: str) -> str | None:
+        """`text_problem` of the whole file (None if it cannot be read: that is another
+        problem)."""
+        try:
+            return text_problem(self.path(relative).read_bytes())
+        except OSError:
+            return None
 
     def inside(self, path: Path) -> bool:
         """Whether `path`, symlinks followed, is in the home."""

@@ -13,7 +13,9 @@ A file with more than `_INLINE_EMBED_MAX` chunks to embed (a long document, a 20
 dump) is not embedded while it is indexed: its chunks are stored at once (found by
 their words), and the `embed_files` queue job embeds them a slice at a time, each slice
 committed, then goes to the back of the queue, so that a restart resumes where it was
-and other entities' files are embedded in between.
+and other entities' files are embedded in between. What the keeper finds without vectors
+at start and at each rescan goes the same way (`embed_later`): it never embeds one
+entity's backlog while other homes wait to be indexed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import logging
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import PurePosixPath
@@ -44,8 +47,18 @@ Progress = Callable[[int, int], None]
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _EMBED_BATCH = 256
 _INLINE_EMBED_MAX = 64  # chunks a file may have to embed while it is indexed
+_WRITE_SLICE = 256  # chunks one write transaction stores: a big file's take several
+_URGENT_MAX = 16  # new turns embedded at a query's priority; more go with the bulk work
 _CONTEXT_TOKENS = 32  # of the model's length, kept for a chunk's title and headings
 FILE_EMBED_JOB = "embed_files"
+
+
+class NotText(Exception):
+    """A file of the home whose bytes are not text (homes.text_problem): not indexed."""
+
+    def __init__(self, problem: str):
+        super().__init__(problem)
+        self.problem = problem
 
 
 @dataclass
@@ -74,7 +87,8 @@ class IndexStats(BaseModel):
         description="off, below_threshold, building, or ready (serving the dense side)."
     )
     skipped: list[SkippedFile] = Field(
-        description="Files of the home not indexed, and why (a name that is not UTF-8)."
+        description="Files of the home not indexed, and why (a name that is not UTF-8,"
+        " too big, bytes that are not text)."
     )
 
 
@@ -89,6 +103,8 @@ class Index:
         self._warned = False  # about indexing without vectors, once
         self._skipped: dict[str, dict[str, str]] = {}  # entity -> path shown -> problem
         self._skipped_lock = threading.Lock()
+        self._file_locks: dict[tuple[str, str], threading.RLock] = {}
+        self._files_lock = threading.Lock()
 
     # --- the embedder ----------------------------------------------------------------
 
@@ -113,7 +129,6 @@ class Index:
         home = self.home(entity)
         report = SyncReport()
         on_disk = {source.path: source for source, _ in home.sources(skipped=report.skipped)}
-        self._skipping(entity, report.skipped)
         indexed = {
             row["path"]
             for row in self.db.conn.execute(
@@ -127,11 +142,14 @@ class Index:
                 outcome, embedded = self._sync_source(home, source, force=rebuild)
                 report.count(outcome)
                 report.embedded += embedded
+            except NotText as exc:
+                report.skipped.append(SkippedFile(path=path, problem=exc.problem))
             except OSError as exc:
                 report.errors.append(f"{path}: {exc}")
             done += 1
             if progress:
                 progress(done, total)
+        self._skipping(entity, report.skipped)
         for path in indexed - on_disk.keys():
             report.count(self.remove_file(entity, path))
             done += 1
@@ -147,20 +165,25 @@ class Index:
         source = home.classify(relative)
         full = home.path(relative)
         there = source is not None and full.is_file() and home.inside(full)
-        problem = home.problem(relative, full.stat().st_size if there else None)
-        if problem is not None:  # not indexed: its name cannot be stored, or it is too big
-            name = homes.shown(relative)
+        problem = home.problem(relative, full.stat() if there else None)
+        name = homes.shown(relative)
+        if problem is None and there:
+            try:
+                outcome = self._sync_source(home, source)[0]
+            except FileNotFoundError:
+                return self.remove_file(entity, relative)
+            except NotText as exc:
+                problem = exc.problem
+            else:
+                self._skipping(entity, [], scope=name)  # skipped before, it is indexed now
+                return outcome
+        if problem is not None:  # not indexed: its name, its size, or not text
             found = [SkippedFile(path=name, problem=problem)] if there else []
             self._skipping(entity, found, scope=name)
             if homes.name_problem(relative) is None:
-                self.remove_file(entity, relative)  # it may have been indexed when smaller
+                self.remove_file(entity, relative)  # it may have been indexed before
             return "skipped" if there else "ignored"
-        if source is None or not full.is_file() or not home.inside(full):
-            return self.remove_file(entity, relative) if source is not None else "ignored"
-        try:
-            return self._sync_source(home, source)[0]
-        except FileNotFoundError:
-            return self.remove_file(entity, relative)
+        return self.remove_file(entity, relative) if source is not None else "ignored"
 
     def sync_dir(self, entity: str, relative: str) -> SyncReport:
         """Re-check every indexed file under a folder and every file now in it (a folder
@@ -211,8 +234,46 @@ class Index:
             for path in gone:
                 del known[path]
 
+    def _empty_file(self, entity: str, file_id: int) -> None:
+        """Drop a big file's old chunks a slice a transaction (so that no other write
+        waits long for this one), its row marked unindexed first (size -1): a restart
+        meanwhile indexes it again."""
+        with self.db.write() as conn:
+            conn.execute("UPDATE search_files SET size = -1, sha256 = '' WHERE id = ?", (file_id,))
+        while True:
+            with self._applying(entity) as apply, self.db.write() as conn:
+                removed = self._drop_file_chunks(conn, file_id, _WRITE_SLICE)
+                apply([], [], [], [], removed)
+            if len(removed) < _WRITE_SLICE:
+                return
+
+    def _new_file_row(self, conn, apply, entity: str, source: Source, current) -> int:
+        """The file's row made anew (its old chunks and vectors gone), unindexed (size -1)
+        until its last chunk is stored."""
+        if current is not None:
+            apply([], [], [], [], self._drop_file_chunks(conn, current["id"]))
+            conn.execute("DELETE FROM search_files WHERE id = ?", (current["id"],))
+        return conn.execute(
+            "INSERT INTO search_files (entity, path, size, mtime_ns, sha256, indexed_at)"
+            " VALUES (?, ?, -1, 0, '', ?) RETURNING id",
+            (entity, source.path, timestamps.now()),
+        ).fetchone()[0]
+
+    @contextmanager
+    def _indexing(self, entity: str, relative: str) -> Iterator[None]:
+        """One thread at a time indexes (or removes) a given file: a big file is written
+        in several transactions, which another indexer of it must not interleave with."""
+        with self._files_lock:
+            lock = self._file_locks.setdefault((entity, relative), threading.RLock())
+        with lock:
+            yield
+
     def remove_file(self, entity: str, relative: str) -> str:
-        with self._applying(entity) as apply, self.db.write() as conn:
+        with (
+            self._indexing(entity, relative),
+            self._applying(entity) as apply,
+            self.db.write() as conn,
+        ):
             row = conn.execute(
                 "SELECT id FROM search_files WHERE entity = ? AND path = ?", (entity, relative)
             ).fetchone()
@@ -237,6 +298,10 @@ class Index:
         ):
             return "unchanged", 0
         raw = full.read_bytes()
+        problem = homes.text_problem(raw)
+        if problem is not None:
+            self.remove_file(home.entity, source.path)  # it may have been text before
+            raise NotText(problem)
         digest = hashlib.sha256(raw).hexdigest()
         if not force and known is not None and known["sha256"] == digest:
             with self.db.write() as conn:
@@ -249,43 +314,41 @@ class Index:
         reused = self._reusable_vectors(home.entity, [r["embed_hash"] for r in rows])
         deferred = len({r["embed_hash"] for r in rows} - reused.keys()) > _INLINE_EMBED_MAX
         fresh = {} if deferred else self._embed_new(rows, reused)
-        with self._applying(home.entity) as apply, self.db.write() as conn:
-            current = conn.execute(
+        with self._indexing(home.entity, source.path):
+            current = self.db.conn.execute(
                 "SELECT id, sha256 FROM search_files WHERE entity = ? AND path = ?",
                 (home.entity, source.path),
             ).fetchone()
             if current is not None and current["sha256"] == digest and not force:
                 return "unchanged", 0  # another thread indexed this very content meanwhile
-            removed = []
-            if current is not None:
-                removed = self._drop_file_chunks(conn, current["id"])
-                conn.execute("DELETE FROM search_files WHERE id = ?", (current["id"],))
-            file_id = conn.execute(
-                "INSERT INTO search_files (entity, path, size, mtime_ns, sha256, indexed_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    home.entity,
-                    source.path,
-                    stat.st_size,
-                    stat.st_mtime_ns,
-                    digest,
-                    timestamps.now(),
-                ),
-            ).fetchone()[0]
-            ids, vecs = [], []
-            for row in rows:
-                chunk_id = _insert_chunk(conn, {**row, "file_id": file_id})
-                vector = reused.get(row["embed_hash"])
-                if vector is None:
-                    vector = fresh.get(row["embed_hash"])
-                if vector is not None:
-                    ids.append(chunk_id)
-                    vecs.append(vector)
-            self._store_vectors(conn, home.entity, ids, vecs)
-            tier = vectors.TIER_CODES[source.tier]
-            apply(ids, vecs, [tier] * len(ids), [source.growth] * len(ids), removed)
-            if deferred:
-                queue.enqueue(conn, home.entity, FILE_EMBED_JOB, f"{file_id}:{digest[:16]}", {})
+            if current is not None and len(rows) > _WRITE_SLICE:
+                self._empty_file(home.entity, current["id"])
+            file_id = None
+            for begin in range(0, max(len(rows), 1), _WRITE_SLICE):
+                with self._applying(home.entity) as apply, self.db.write() as conn:
+                    if file_id is None:  # with the first chunks: a small file changes at once
+                        file_id = self._new_file_row(conn, apply, home.entity, source, current)
+                    ids, vecs = [], []
+                    for row in rows[begin : begin + _WRITE_SLICE]:
+                        chunk_id = _insert_chunk(conn, {**row, "file_id": file_id})
+                        vector = reused.get(row["embed_hash"])
+                        if vector is None:
+                            vector = fresh.get(row["embed_hash"])
+                        if vector is not None:
+                            ids.append(chunk_id)
+                            vecs.append(vector)
+                    self._store_vectors(conn, home.entity, ids, vecs)
+                    tier = vectors.TIER_CODES[source.tier]
+                    apply(ids, vecs, [tier] * len(ids), [source.growth] * len(ids), [])
+                    if begin + _WRITE_SLICE >= len(rows):  # the last slice: the file is whole
+                        conn.execute(
+                            "UPDATE search_files SET size = ?, mtime_ns = ?, sha256 = ?,"
+                            " indexed_at = ? WHERE id = ?",
+                            (stat.st_size, stat.st_mtime_ns, digest, timestamps.now(), file_id),
+                        )
+                        if deferred and not queue.queued(conn, home.entity, FILE_EMBED_JOB):
+                            key = f"{file_id}:{digest[:16]}"
+                            queue.enqueue(conn, home.entity, FILE_EMBED_JOB, key, {})
         return ("updated" if known is not None else "added"), len(fresh)
 
     def _chunk_rows(self, entity: str, source: Source, text: str) -> list[dict]:
@@ -337,17 +400,23 @@ class Index:
         return chunks.Room(self.settings.chunk_max_chars, tokens, embedder.count, embedder.cut)
 
     @staticmethod
-    def _drop_file_chunks(conn, file_id: int) -> list[int]:
-        """Delete a file's chunks and their vectors; returns the chunk ids."""
+    def _drop_file_chunks(conn, file_id: int, most: int = -1) -> list[int]:
+        """Delete a file's chunks (at most `most` of them) and their vectors; returns the
+        chunk ids."""
         ids = [
-            r[0] for r in conn.execute("SELECT id FROM search_chunks WHERE file_id = ?", (file_id,))
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM search_chunks WHERE file_id = ? LIMIT ?", (file_id, most)
+            )
         ]
+        wanted = json.dumps(ids)
         conn.execute(
-            "DELETE FROM search_vectors WHERE chunk_id IN"
-            " (SELECT id FROM search_chunks WHERE file_id = ?)",
-            (file_id,),
+            "DELETE FROM search_vectors WHERE chunk_id IN (SELECT value FROM json_each(?))",
+            (wanted,),
         )
-        conn.execute("DELETE FROM search_chunks WHERE file_id = ?", (file_id,))
+        conn.execute(
+            "DELETE FROM search_chunks WHERE id IN (SELECT value FROM json_each(?))", (wanted,)
+        )
         return ids
 
     # --- vectors ---------------------------------------------------------------------
@@ -359,10 +428,13 @@ class Index:
         progress: Progress | None = None,
         files_only: bool = False,
         limit: int | None = None,
+        urgent: bool = False,
     ) -> int:
         """Embed the entity's chunks (or the given ones; or its files' chunks, at most
-        `limit`) that have no vector of the current model, each batch committed. Raises
-        embeddings.Unavailable. Returns how many were embedded."""
+        `limit`) that have no vector of the current model, each batch committed. `urgent`
+        (a few new turns: someone waits for them): at the priority of a query, ahead of
+        any backlog of bulk work. Raises embeddings.Unavailable. Returns how many were
+        embedded."""
         embedder = self.embedder()
         query = (
             "SELECT c.id, c.kind, c.body, c.context, c.embed_hash, c.tier, c.growth"
@@ -389,7 +461,11 @@ class Index:
             batch = pending[start : start + _EMBED_BATCH]
             reused = self._reusable_vectors(entity, [r["embed_hash"] for r in batch])
             todo = [r for r in batch if r["embed_hash"] not in reused]
-            rows = embedder.embed([embed_text(r["kind"], r["body"], r["context"]) for r in todo])
+            texts = [embed_text(r["kind"], r["body"], r["context"]) for r in todo]
+            if urgent and len(texts) <= _URGENT_MAX:
+                rows = [embedder.embed_one(text) for text in texts]
+            else:
+                rows = embedder.embed(texts)
             made = dict(reused)
             made.update({r["embed_hash"]: rows[i] for i, r in enumerate(todo)})
             with self._applying(entity) as apply, self.db.write() as conn:
@@ -410,6 +486,24 @@ class Index:
             if progress:
                 progress(done, len(pending))
         return done
+
+    def embed_later(self, entity: str) -> bool:
+        """Hand the entity's chunks without a vector of the current model (files and
+        turns) to the queue, a slice a job, unless a slice waits there already: the keeper
+        never spends its time on one entity's backlog while other homes wait. Returns
+        whether any chunk lacks its vector."""
+        lacking = self.db.conn.execute(
+            "SELECT 1 FROM search_chunks c WHERE c.entity = ? AND NOT EXISTS"
+            " (SELECT 1 FROM search_vectors v WHERE v.chunk_id = c.id AND v.model = ?) LIMIT 1",
+            (entity, self.model),
+        ).fetchone()
+        if lacking is None:
+            return False
+        with self.db.write() as conn:
+            if not queue.queued(conn, entity, FILE_EMBED_JOB):
+                key = f"missing-{timestamps.now()}"
+                queue.enqueue(conn, entity, FILE_EMBED_JOB, key, {"turns": True})
+        return True
 
     def drop_chunks(self, entity: str, chunk_ids: Iterable[int]) -> int:
         """Delete these chunks of the entity and their vectors (rows the consistency check
@@ -542,13 +636,23 @@ class Index:
 
 
 def file_embed_handler(index: Index, slice_size: int = _INLINE_EMBED_MAX):
-    """The `embed_files` job: one slice of an entity's file chunks still without vectors;
-    while more are left, a job after it at the back of the queue."""
+    """The `embed_files` job: one slice of an entity's file chunks (with `{"turns": true}`,
+    of all its chunks) still without vectors; while more are left, a job after it at the
+    back of the queue, unless one of the entity's waits there already: each entity has one
+    chain of slices, however many files it changed, and entities take turns. No model:
+    the job waits (BM25 ranks meanwhile), as embed_events."""
 
     def embed_slice(job: queue.Job) -> None:
-        if index.embed_missing(job.entity, files_only=True, limit=slice_size) == slice_size:
+        every = bool(job.payload.get("turns"))
+        try:
+            done = index.embed_missing(job.entity, files_only=not every, limit=slice_size)
+        except embeddings.Unavailable as exc:
+            raise queue.Pause(str(exc)) from exc
+        if done == slice_size:
             with index.db.write() as conn:
-                queue.enqueue(conn, job.entity, FILE_EMBED_JOB, f"after-{job.id}", {})
+                if not queue.queued(conn, job.entity, FILE_EMBED_JOB):  # one chain an entity
+                    key = f"after-{job.id}"
+                    queue.enqueue(conn, job.entity, FILE_EMBED_JOB, key, job.payload)
 
     return embed_slice
 

@@ -3,7 +3,8 @@
 A captured event becomes a row of the search index in the same transaction that stores
 it (`admit`, told of it by capture), so its own words are searchable at once. One
 `embed_events` job per request, in the durable queue, then gives the new turns their
-context and their vectors, within seconds.
+context and their vectors, within seconds: a request of a few turns is embedded at the
+priority of a query, ahead of any backlog of files (a long file, another entity's home).
 
 A turn is ranked as `[8 May 2023] Caroline: text`: the date and the speaker are words
 people ask with. Its BM25 context is its neighbours, the PPS_SEARCH_TURN_CONTEXT turns before and
@@ -125,7 +126,7 @@ def handler(index: Index):
             )
         ]
         try:
-            index.embed_missing(job.entity, chunk_ids)
+            index.embed_missing(job.entity, chunk_ids, urgent=True)
         except embeddings.Unavailable as exc:
             raise queue.Pause(str(exc)) from exc
 

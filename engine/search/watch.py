@@ -56,8 +56,10 @@ class Keeper:
             self._thread.join(timeout)
 
     def sync_all(self) -> None:
-        """Every entity: turns admitted, files compared, missing vectors made."""
-        self._sync(self.index.entities(), lambda entity: sync(self.index, entity))
+        """Every entity: turns admitted, files compared, missing vectors handed to the
+        queue (a slice a job, entities taking turns), so that no home waits for another
+        home's backlog to be embedded."""
+        self._sync(self.index.entities(), lambda entity: sync(self.index, entity, later=True))
         self.syncs += 1
 
     def sync_new(self) -> None:
@@ -188,11 +190,13 @@ def sync(
     rebuild: bool = False,
     re_embed: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    later: bool = False,
 ) -> SyncReport:
     """Bring one entity's index in step with its sources: turns captured before the index
     held them admitted, files compared with disk (`rebuild`: every file re-read), then
-    vectors made for whatever lacks one of the current model (`re_embed`: for all).
-    Raises embeddings.Unavailable after the files are done if the model cannot load."""
+    vectors made for whatever lacks one of the current model (`re_embed`: for all; `later`:
+    by the queue, in slices). Raises embeddings.Unavailable after the files are done if
+    the model cannot load."""
 
     def stage(name: str):
         return (lambda done, total: progress(name, done, total)) if progress else None
@@ -201,7 +205,10 @@ def sync(
     report = index.sync_entity(entity, progress=stage("files"), rebuild=rebuild)
     if re_embed:
         index.drop_vectors(entity)
-    report.embedded += index.embed_missing(entity, progress=stage("vectors"))
+    if later:
+        index.embed_later(entity)
+    else:
+        report.embedded += index.embed_missing(entity, progress=stage("vectors"))
     return report
 
 

@@ -111,6 +111,16 @@ def enqueue(conn: sqlite3.Connection, entity: str, kind: str, key: str, payload:
     )
 
 
+def queued(conn: sqlite3.Connection, entity: str, kind: str) -> int:
+    """How many of the entity's jobs of `kind` wait to run (pending, retry, waiting; not
+    one running now)."""
+    return conn.execute(
+        "SELECT COUNT(*) FROM jobs WHERE entity = ? AND kind = ?"
+        " AND state IN ('pending', 'retry', 'waiting')",
+        (entity, kind),
+    ).fetchone()[0]
+
+
 def claim(db: Database, kind: str, owner: str, policy: Policy) -> Job | None:
     """Take the oldest ready job of `kind` (pending, retry due, or lease expired)."""
     while True:

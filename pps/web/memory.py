@@ -81,6 +81,7 @@ def memory_page(
             view["editing"], view["editing_text"] = anchors.get(index, entity, anchor)
     elif tab in ("fragments", "files"):
         view["files"] = homes.list_files(home, "fragment" if tab == "fragments" else None)
+        view["skipped"] = index.skipped(entity) if tab == "files" else []
         if path:
             view["file"] = homes.read_lines(home, path)
     elif tab == "crystals":
