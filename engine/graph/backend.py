@@ -56,7 +56,9 @@ class Graph:
         )
         self._budget_checked = 0.0
         self.preparer = Ticker("graph-prepare", _PREPARE_S, self.prepare)
-        self._prepare_error: str | None = None
+        self._prepare_error: str | None = None  # the last, logged once
+        self.index_error: str | None = None
+        """Why indexes could not be made on a server that answers, until they are."""
         self.extraction_error: str | None = None
         """The last extraction failure not caused by the graph server, until a success."""
 
@@ -105,6 +107,9 @@ class Graph:
         except Exception as exc:
             return {**state, "status": "down", "error": self.error or str(exc)}
         state |= waiting(self.db)
+        if self.index_error is not None:  # its searches fail
+            state["indexes"] = f"not made yet: {self.index_error}"
+            return {**state, "status": "failing"}
         if self.empty_with_log:
             state["warning"] = (
                 f"{len(self.empty_with_log)} entities have episodes in the log but an empty "
@@ -122,11 +127,18 @@ class Graph:
                 if not self.store.prepared(name):
                     self.store.prepare(name)
         except Exception as exc:
-            if str(exc) != self._prepare_error:
-                log.warning("the graph's indexes could not be made yet: %s", exc)
-            self._prepare_error = str(exc)
+            self._not_prepared(exc)
             return
-        self._prepare_error = None
+        self._prepare_error = self.index_error = None
+
+    def _not_prepared(self, exc: Exception) -> None:
+        from engine.graph.store import GraphUnavailable
+
+        if str(exc) != self._prepare_error:
+            log.warning("the graph's indexes could not be made yet: %s", exc)
+        self._prepare_error = str(exc)
+        if not isinstance(exc, GraphUnavailable):  # down: /health says so already
+            self.index_error = f"{type(exc).__name__}: {exc}"[:500]
 
     def _prepare_shared(self) -> None:
         """At start, where every entity shares one database (Neo4j): its indexes, before
@@ -141,8 +153,7 @@ class Graph:
                 self.store.ping()
                 self.store.prepare(None)
             except Exception as exc:
-                self._prepare_error = str(exc)
-                log.warning("the graph's indexes could not be made at start: %s", exc)
+                self._not_prepared(exc)
 
         thread = threading.Thread(target=prepare, name="graph-prepare-start", daemon=True)
         thread.start()
