@@ -323,6 +323,7 @@ class GraphStore:
         graph = self._graph(entity)
         self._call(clear_data(graph.driver, [entity]))
         self._server.forget(entity)
+        self._prepared.discard(self._server.index_key(entity))  # made again before use
 
     # --- reading ---
 
@@ -926,6 +927,8 @@ class _Neo4j(_Server):
         f" {_NAMES}, " + ", ".join(f"toString(e.{t}) AS {t}" for t in _TIMES)
     )
 
+    shared = "_pps"
+
     def __init__(self, settings: Settings):
         super().__init__(settings)
         self._share: dict[str, float] = {}  # entity -> its share of the nearest, last seen
@@ -963,8 +966,6 @@ class _Neo4j(_Server):
 
     def driver(self, client: Any, entity: str) -> GraphDriver:
         return client
-
-    shared = "_pps"
 
     def index_key(self, entity: str) -> str:
         return "*"
