@@ -80,3 +80,20 @@ def test_graph_jobs_wait_for_an_llm_and_every_face_says_why(server):
         assert 'id="graph-waiting"' in text, page
         assert "Graph extraction waits" in text and "LLM_PROVIDER" in text
         assert "docs/settings.md" in text
+
+
+def test_indexes_that_cannot_be_made_are_said_in_health(tmp_path, graph_target):
+    with AppServer(
+        tmp_path / "data",
+        **graph_target.settings(),
+        llm_provider="none",
+        embedding_model="no-such-org/no-such-model",  # the vector index needs its size
+    ) as server:
+        client = connect(server, server.pps("entity", "create", "rigel").strip())
+        graph = wait_for(
+            lambda: (g := client.get("/health").json()["components"]["graph"])["status"]
+            == "failing" and g, 15, "health to say the graph is failing",
+        )  # fmt: skip
+        assert "no-such-org/no-such-model" in graph["indexes"]
+        found = client.post("/v1/texture/search", json={"query": "where"}).json()
+        assert found["facts"] == [] and found["status"].startswith("unavailable")

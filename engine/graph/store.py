@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import CancelledError
@@ -46,6 +47,7 @@ from graphiti_core.cross_encoder.client import CrossEncoderClient
 from graphiti_core.driver.driver import GraphDriver, GraphProvider
 from graphiti_core.edges import EntityEdge, get_entity_edge_from_record
 from graphiti_core.errors import EdgeNotFoundError, NodeNotFoundError
+from graphiti_core.graph_queries import get_fulltext_indices, get_range_indices
 from graphiti_core.nodes import EntityNode, EpisodeType, EpisodicNode
 from graphiti_core.search.search_filters import SearchFilters
 from graphiti_core.search.search_utils import (
@@ -714,9 +716,10 @@ class GraphStore:
 
     async def _make_indices(self, key: str, entity: str, graph: Graphiti) -> None:
         try:
-            await graph.driver.build_indices_and_constraints()
-            await self._server.vector_index_state(graph)
-            await self._server.await_indexes(graph)
+            if not await self._server.indexes_made(graph):
+                await graph.driver.build_indices_and_constraints()
+                await self._server.vector_index_state(graph)
+                await self._server.await_indexes(graph)
             vector = await self._embedder.create("the first search")
             await self._find(graph, entity, "the first search", 1, None, None, vector)
             self._prepared.add(key)
@@ -805,6 +808,10 @@ class _Server:
 
     async def await_indexes(self, graph) -> None:
         """Return once the indexes just made answer queries."""
+
+    async def indexes_made(self, graph) -> bool:
+        """Whether every index is there already, online (so none need be made)."""
+        return False
 
     def forget(self, entity: str) -> None:
         """Ask the server again whether the entity's vector index is ready."""
@@ -972,6 +979,19 @@ class _Neo4j(_Server):
 
     async def await_indexes(self, graph) -> None:
         await graph.driver.execute_query(f"CALL db.awaitIndexes({int(_READ_TIMEOUT_S)})")
+
+    async def indexes_made(self, graph) -> bool:
+        # One query, where asking for the 31 indexes again takes seconds (a schema
+        # transaction each) and would hold up every start.
+        queries = get_range_indices(GraphProvider.NEO4J) + get_fulltext_indices(GraphProvider.NEO4J)
+        named = [re.search(r"INDEX (\w+) IF NOT EXISTS", q) for q in queries]
+        if not all(named):  # a Graphiti that words them otherwise: make them
+            return False
+        records, *_ = await graph.driver.execute_query(
+            "SHOW INDEXES YIELD name, state WHERE state = 'ONLINE' RETURN name"
+        )
+        wanted = {n.group(1) for n in named} | {_NEO4J_VECTOR_INDEX}
+        return wanted <= {r["name"] for r in records}
 
     async def matching_edges(self, graph, entity, query, limit) -> list[EntityEdge]:
         # Graphiti's edge_fulltext_search, less the embeddings it returns (properties(e)):
