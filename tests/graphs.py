@@ -33,6 +33,9 @@ class Falkor:
     def fresh(self) -> None:
         """Nothing to do: every data dir has a graph of its own."""
 
+    def new(self) -> None:
+        """Nothing to do: every data dir's graph starts with no data and no indexes."""
+
     def pid(self, data_dir: Path) -> int:
         return int((data_dir / "graph" / "falkordb.pid").read_text())
 
@@ -81,6 +84,11 @@ class Neo4j:
 
     def fresh(self) -> None:
         self.server.wipe()
+
+    def new(self) -> None:
+        """The server as a new one is: no data, no indexes (the session's server keeps
+        the indexes of the tests before)."""
+        self.server.wipe(indexes=True)
 
     def pid(self, data_dir: Path) -> int:
         return self.server.pid

@@ -99,12 +99,20 @@ class Neo4jServer:
         except subprocess.TimeoutExpired:
             self.kill()
 
-    def wipe(self) -> None:
-        """Delete everything in the database (tests that reuse entity names start here)."""
+    def wipe(self, indexes: bool = False) -> None:
+        """Delete everything in the database (tests that reuse entity names start here);
+        with `indexes`, every index and constraint too, as in a new Neo4j."""
         import neo4j
 
         with neo4j.GraphDatabase.driver(self.uri, auth=(self.user, self.password)) as driver:
             driver.execute_query("MATCH (n) DETACH DELETE n")
+            if not indexes:
+                return
+            for show, drop in (("CONSTRAINTS", "CONSTRAINT"), ("INDEXES", "INDEX")):
+                found = driver.execute_query(f"SHOW {show} YIELD name, type RETURN name, type")
+                for record in found.records:
+                    if record["type"] != "LOOKUP":  # Neo4j's own, in every database
+                        driver.execute_query(f"DROP {drop} `{record['name']}`")
 
 
 def neo4j_classpath() -> str:

@@ -122,13 +122,17 @@ def test_pause_stops_one_entity_and_kind_without_burning_attempts(db):
         wait_for(lambda: all(states(db)[f"n{n}"] == "done" for n in range(3)))
         assert queue.claim(db, "work", "another-worker", FAST) is None  # none is claimable
         lyra = {k: v for k, v in states(db).items() if k.startswith("l")}
-        assert sorted(lyra.values()) == ["pending", "pending", "waiting"]
+        assert sorted(lyra.values()) == ["waiting"] * 3  # every job of the paused queue
         status = queue.status(db, "lyra")
         assert [(p.kind, p.reason) for p in status.paused] == [
             ("work", "LLM_API_KEY refused (401)")
         ]
-        waiting = db.conn.execute("SELECT attempts FROM jobs WHERE state = 'waiting'").fetchone()
-        assert waiting[0] == 0
+        assert status.counts["waiting"] == 3 and status.counts["pending"] == 0
+        waiting = db.conn.execute("SELECT attempts, last_error FROM jobs WHERE state = 'waiting'")
+        assert {tuple(row) for row in waiting} == {(0, "LLM_API_KEY refused (401)")}
+        add(db, "l3")  # queued while the pause lasts: it waits too, and says why
+        assert states(db)["l3"] == "waiting"
+        assert queue.status(db, "lyra").counts["waiting"] == 4
         assert queue.status(db, "nexus").paused == []
     finally:
         workers.stop()
@@ -147,7 +151,7 @@ def test_retry_lifts_the_pause(db):
     try:
         wait_for(lambda: "waiting" in states(db).values())
         fixed.set()
-        assert queue.retry(db, "lyra") == 1
+        assert queue.retry(db, "lyra") == 2  # the one paused and the one waiting behind it
         wait_for(lambda: set(states(db).values()) == {"done"})
     finally:
         workers.stop()

@@ -29,7 +29,7 @@ def test_recall_with_the_graph_frozen_answers_within_the_graph_budget(server, gr
     client = connect(server, server.pps("entity", "create", "lyra").strip())
     client.post("/v1/anchors", json={"title": "Robe", "content": "The comfy blue robe."})
     warm = client.post("/v1/recall", json={"context": "the comfy robe"}).json()
-    assert warm["manifest"]["graph"]["status"] in ("ok", "empty")
+    assert warm["manifest"]["graph"]["status"] in ("ok", "empty", "waiting")  # no LLM here
 
     pid = graph_target.pid(server.data_dir)
     os.kill(pid, signal.SIGSTOP)  # the graph server hangs: the worst kind of down

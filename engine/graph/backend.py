@@ -7,7 +7,8 @@ This package owns the external systems of the layer, one module each:
 - `embedder`: Graphiti's embedder over the search index's fastembed model.
 
 `Graph` is what a running server holds (engine.runtime starts and stops it): the
-backend, the sweeper that closes episode windows, and the status /health reports.
+backend, the sweeper that closes episode windows, the preparer that makes each graph's
+indexes before its first query, and the status /health reports.
 The services that use it live in engine.graph.texture.
 """
 
@@ -23,10 +24,13 @@ from engine.llm import budget
 from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
+from engine.store.ticker import Ticker
 
 log = logging.getLogger("pps.graph")
 
 _BUDGET_CHECK_S = 60.0
+_PREPARE_S = 2.0  # how often new entities are looked for, to make their graphs' indexes
+_START_PREPARE_S = 60.0  # the longest a start waits for the shared indexes
 
 
 class Graph:
@@ -47,6 +51,10 @@ class Graph:
             db, self.window, settings.graph_sweep_s, on_tick=self._lift_spent_budgets
         )
         self._budget_checked = 0.0
+        self.preparer = Ticker("graph-prepare", _PREPARE_S, self.prepare)
+        self._prepare_error: str | None = None  # the last, logged once
+        self.index_error: str | None = None
+        """Why indexes could not be made on a server that answers, until they are."""
         self.extraction_error: str | None = None
         """The last extraction failure not caused by the graph server, until a success."""
 
@@ -69,11 +77,14 @@ class Graph:
         connection = self.server.connection if self.server is not None else None
         self.store = GraphStore(self.settings, falkordb=connection).start()
         if sweep:
+            self._prepare_shared()
+            self.preparer.start()
             self.sweeper.start()
             threading.Thread(target=self._check_empty, name="graph-check", daemon=True).start()
         return self
 
     def stop(self) -> None:
+        self.preparer.stop()
         self.sweeper.stop()
         if self.store is not None:
             self.store.stop()
@@ -91,12 +102,60 @@ class Graph:
             self.store.ping()
         except Exception as exc:
             return {**state, "status": "down", "error": self.error or str(exc)}
+        state |= waiting(self.db)
+        if self.index_error is not None:  # its searches fail
+            state["indexes"] = f"not made yet: {self.index_error}"
+            return {**state, "status": "failing"}
         if self.empty_with_log:
             state["warning"] = (
                 f"{len(self.empty_with_log)} entities have episodes in the log but an empty "
                 "graph: run `pps replay graph`"
             )
         return {**state, "status": "ok"}
+
+    def prepare(self) -> None:
+        """Make the indexes of the graphs that have none yet (the database all entities
+        share, then each entity's graph), off the request path; a graph that is down is
+        tried again at the next tick."""
+        names = [r[0] for r in self.db.conn.execute("SELECT name FROM entities ORDER BY name")]
+        try:
+            for name in [None, *names]:
+                if not self.store.prepared(name):
+                    self.store.prepare(name)
+        except Exception as exc:
+            self._not_prepared(exc)
+            return
+        self._prepare_error = self.index_error = None
+
+    def _not_prepared(self, exc: Exception) -> None:
+        from engine.graph.store import GraphUnavailable
+
+        if str(exc) != self._prepare_error:
+            log.warning("the graph's indexes could not be made yet: %s", exc)
+        self._prepare_error = str(exc)
+        if not isinstance(exc, GraphUnavailable):  # down: /health says so already
+            self.index_error = f"{type(exc).__name__}: {exc}"[:500]
+
+    def _prepare_shared(self) -> None:
+        """At start, where every entity shares one database (Neo4j): its indexes, before
+        the server answers a request, unless it cannot be reached now (then the preparer
+        makes them once it can; a search meanwhile waits for them). In a thread of its
+        own: the caller may be running an event loop, and the drivers must not see it."""
+        if self.store.prepared(None):
+            return
+
+        def prepare() -> None:
+            try:
+                self.store.ping()
+                self.store.prepare(None)
+            except Exception as exc:
+                self._not_prepared(exc)
+
+        thread = threading.Thread(target=prepare, name="graph-prepare-start", daemon=True)
+        thread.start()
+        thread.join(_START_PREPARE_S)
+        if thread.is_alive():
+            log.warning("the graph's indexes take over %.0f s: serving meanwhile", _START_PREPARE_S)
 
     def note_failure(self, exc: BaseException) -> None:
         from engine.graph.store import GraphUnavailable
@@ -141,6 +200,24 @@ class Graph:
             spent = pause.kind == episodes.JOB_KIND and pause.reason.startswith(budget.BUDGET_SPENT)
             if spent and not pause.since.startswith(today):
                 queue.retry(self.db, pause.entity)
+
+
+def waiting(db: Database, entity: str | None = None) -> dict:
+    """The graph jobs that wait (for an extraction LLM, a key, a budget) and why: for
+    /health, the recall manifest and the pages; {} when none waits."""
+    scope, params = ("AND entity = ?", [entity]) if entity else ("", [])
+    jobs = db.conn.execute(
+        f"SELECT COUNT(*) FROM jobs WHERE kind = ? AND state = 'waiting' {scope}",
+        [episodes.JOB_KIND, *params],
+    ).fetchone()[0]
+    reasons = [
+        p.reason
+        for p in queue.status(db, entity, dead_limit=0).paused
+        if p.kind == episodes.JOB_KIND
+    ]
+    if not jobs and not reasons:
+        return {}
+    return {"jobs_waiting": jobs, "waiting_for": reasons[0] if reasons else None}
 
 
 def graph_health(graph: Graph | None) -> dict:

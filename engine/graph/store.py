@@ -21,12 +21,19 @@ How it is wired, and why:
   completion); partial -> extracted again into the same node (a crash mid-write).
 - Episodes of one entity are added one at a time (Graphiti requires it), whatever the
   number of workers.
+- The indexes are made before the first query, once per graph (`prepare`): the backend
+  calls it at start and for each new entity, off the request path; a search that comes
+  first waits for it. On a fresh Neo4j that takes seconds (each index, the vector one,
+  their population) and so does its first search (Cypher compiles each query once,
+  and a second connection opens for the two halves of the search): `prepare` runs one
+  search too, so that a recall's budget pays for neither.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import CancelledError
@@ -40,6 +47,7 @@ from graphiti_core.cross_encoder.client import CrossEncoderClient
 from graphiti_core.driver.driver import GraphDriver, GraphProvider
 from graphiti_core.edges import EntityEdge, get_entity_edge_from_record
 from graphiti_core.errors import EdgeNotFoundError, NodeNotFoundError
+from graphiti_core.graph_queries import get_fulltext_indices, get_range_indices
 from graphiti_core.nodes import EntityNode, EpisodeType, EpisodicNode
 from graphiti_core.search.search_filters import SearchFilters
 from graphiti_core.search.search_utils import (
@@ -51,6 +59,7 @@ from graphiti_core.search.search_utils import (
 )
 from graphiti_core.utils.datetime_utils import utc_now
 from graphiti_core.utils.maintenance.graph_data_operations import clear_data
+from neo4j.exceptions import ClientError as Neo4jClientError
 from redis.exceptions import ResponseError
 
 from engine.graph.embedder import LocalEmbedder
@@ -117,7 +126,8 @@ class GraphStore:
         self._thread = threading.Thread(target=self._loop.run_forever, name="graph", daemon=True)
         self._client: Any = None  # the shared FalkorDB client or Neo4j driver
         self._graphs: dict[str, Graphiti] = {}
-        self._indexed: set[str] = set()
+        self._prepared: set[str] = set()  # index keys whose indexes are made
+        self._preparing: dict[str, asyncio.Future] = {}  # index key -> the making of them
         self._entity_locks: dict[str, asyncio.Lock] = {}
         self._llm = None
         self._embedder = LocalEmbedder(settings)
@@ -315,6 +325,7 @@ class GraphStore:
         graph = self._graph(entity)
         self._call(clear_data(graph.driver, [entity]))
         self._server.forget(entity)
+        self._prepared.discard(self._server.index_key(entity))  # made again before use
 
     # --- reading ---
 
@@ -334,6 +345,10 @@ class GraphStore:
         return self._call(self._search(graph, entity, query, limit, since, until, vector))
 
     async def _search(self, graph, entity, query, limit, since, until, vector) -> list[Fact]:
+        await self._ensure_indices(entity, graph)
+        return await self._find(graph, entity, query, limit, since, until, vector)
+
+    async def _find(self, graph, entity, query, limit, since, until, vector) -> list[Fact]:
         windowed = since is not None or until is not None
         wanted = min(limit * 5, 500) if windowed else limit
         if vector is None:
@@ -614,6 +629,19 @@ class GraphStore:
                 )
         return moved
 
+    def prepare(self, entity: str | None = None) -> None:
+        """Make the indexes the entity's graph needs (None: those all entities share,
+        where the server has one database for all), once; see the module docstring."""
+        entity = entity or self._server.shared
+        if entity is None:
+            return
+        graph = self._graph(entity)
+        self._call(self._ensure_indices(entity, graph), timeout=None)
+
+    def prepared(self, entity: str | None = None) -> bool:
+        entity = entity or self._server.shared
+        return entity is None or self._server.index_key(entity) in self._prepared
+
     def ping(self) -> None:
         """Raise GraphUnavailable unless the graph server answers."""
         client = self._connect()  # outside the loop: see _graph
@@ -673,12 +701,30 @@ class GraphStore:
             return graph
 
     async def _ensure_indices(self, entity: str, graph: Graphiti) -> None:
+        """The graph's indexes made (and its first search run), once per index key;
+        callers that come while they are being made wait for the same making, which
+        a caller that gives up does not stop. One that failed is tried again."""
         key = self._server.index_key(entity)
-        if key in self._indexed:
+        if key in self._prepared:
             return
-        await graph.driver.build_indices_and_constraints()
-        await self._server.vector_index_state(graph)
-        self._indexed.add(key)
+        making = self._preparing.get(key)
+        if making is None:
+            making = asyncio.ensure_future(self._make_indices(key, entity, graph))
+            self._preparing[key] = making
+            making.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await asyncio.shield(making)
+
+    async def _make_indices(self, key: str, entity: str, graph: Graphiti) -> None:
+        try:
+            if not await self._server.indexes_made(graph):
+                await graph.driver.build_indices_and_constraints()
+                await self._server.vector_index_state(graph)
+                await self._server.await_indexes(graph)
+            vector = await self._embedder.create("the first search")
+            await self._find(graph, entity, "the first search", 1, None, None, vector)
+            self._prepared.add(key)
+        finally:
+            self._preparing.pop(key, None)
 
     def _entity_lock(self, entity: str) -> asyncio.Lock:
         lock = self._entity_locks.get(entity)
@@ -720,6 +766,10 @@ class GraphStore:
 class _Server:
     """What differs between the graph servers; the store calls only these."""
 
+    shared: str | None = None
+    """Where all entities share one database: a group no entity can be (names begin
+    with a letter or digit), for preparing it before any entity's first query."""
+
     def __init__(self, settings: Settings):
         self.settings = settings
         self._vector_ready: set[str] = set()  # index keys whose vector index is built
@@ -755,6 +805,13 @@ class _Server:
         """ "ready" once the vector index on fact embeddings is built; made now (with the
         embedding model's dimension) where there is none."""
         raise NotImplementedError
+
+    async def await_indexes(self, graph) -> None:
+        """Return once the indexes just made answer queries."""
+
+    async def indexes_made(self, graph) -> bool:
+        """Whether every index is there already, online (so none need be made)."""
+        return False
 
     def forget(self, entity: str) -> None:
         """Ask the server again whether the entity's vector index is ready."""
@@ -877,6 +934,8 @@ class _Neo4j(_Server):
         f" {_NAMES}, " + ", ".join(f"toString(e.{t}) AS {t}" for t in _TIMES)
     )
 
+    shared = "_pps"
+
     def __init__(self, settings: Settings):
         super().__init__(settings)
         self._share: dict[str, float] = {}  # entity -> its share of the nearest, last seen
@@ -917,6 +976,22 @@ class _Neo4j(_Server):
 
     def index_key(self, entity: str) -> str:
         return "*"
+
+    async def await_indexes(self, graph) -> None:
+        await graph.driver.execute_query(f"CALL db.awaitIndexes({int(_READ_TIMEOUT_S)})")
+
+    async def indexes_made(self, graph) -> bool:
+        # One query, where asking for the 31 indexes again takes seconds (a schema
+        # transaction each) and would hold up every start.
+        queries = get_range_indices(GraphProvider.NEO4J) + get_fulltext_indices(GraphProvider.NEO4J)
+        named = [re.search(r"INDEX (\w+) IF NOT EXISTS", q) for q in queries]
+        if not all(named):  # a Graphiti that words them otherwise: make them
+            return False
+        records, *_ = await graph.driver.execute_query(
+            "SHOW INDEXES YIELD name, state WHERE state = 'ONLINE' RETURN name"
+        )
+        wanted = {n.group(1) for n in named} | {_NEO4J_VECTOR_INDEX}
+        return wanted <= {r["name"] for r in records}
 
     async def matching_edges(self, graph, entity, query, limit) -> list[EntityEdge]:
         # Graphiti's edge_fulltext_search, less the embeddings it returns (properties(e)):
@@ -992,12 +1067,16 @@ class _Neo4j(_Server):
         )
         if records:
             return "ready" if records[0]["state"] == "ONLINE" else records[0]["state"]
-        await graph.driver.execute_query(
-            f"CREATE VECTOR INDEX {_NEO4J_VECTOR_INDEX} IF NOT EXISTS"
-            " FOR ()-[e:RELATES_TO]-() ON (e.fact_embedding) OPTIONS {indexConfig: {"
-            f" `vector.dimensions`: {await self._dimension()},"
-            " `vector.similarity_function`: 'cosine'}}"
-        )
+        try:
+            await graph.driver.execute_query(
+                f"CREATE VECTOR INDEX {_NEO4J_VECTOR_INDEX} IF NOT EXISTS"
+                " FOR ()-[e:RELATES_TO]-() ON (e.fact_embedding) OPTIONS {indexConfig: {"
+                f" `vector.dimensions`: {await self._dimension()},"
+                " `vector.similarity_function`: 'cosine'}}"
+            )
+        except Neo4jClientError as exc:  # made at the same moment by another caller
+            if exc.code != "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists":
+                raise
         return "created"
 
 

@@ -196,6 +196,21 @@ def search(
     return SearchResult(facts=_with_events(db, entity, facts), status="ok")
 
 
+def waiting(graph, db: Database, settings: Settings, entity: str) -> str | None:
+    """Why the entity's graph waits instead of growing: the pause of its graph jobs (no
+    extraction LLM, a key refused, the day's budget spent), or no extraction LLM
+    configured at all; None when nothing holds it (or no graph is configured)."""
+    from engine.graph.backend import waiting as jobs_waiting
+    from engine.llm import client as llm
+
+    if graph is None:
+        return None
+    why = jobs_waiting(db, entity).get("waiting_for")
+    if why is None and settings.llm_provider == "none":
+        why = llm.NOT_CONFIGURED
+    return why
+
+
 def facts(graph, db: Database, entity: str, query: FactsQuery) -> Facts:
     """The entity's facts, valid and invalidated, newest first, each traced to its events."""
     status = _status(graph)

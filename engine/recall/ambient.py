@@ -154,7 +154,7 @@ class Item(BaseModel):
 
 
 class LayerReport(BaseModel):
-    status: Literal["ok", "timeout", "down", "empty"]
+    status: Literal["ok", "timeout", "down", "empty", "waiting"]
     count: int = 0
     chars: int = 0
     latency_ms: float = 0.0
@@ -473,6 +473,11 @@ def _ambient(runtime: Layers, entity: str, request: RecallRequest, dropped: list
     budgets = {name: settings.recall_budget_ms for name in layers}
     budgets["graph"] = settings.recall_graph_budget_ms
     results, manifest = _fan_out(layers, budgets, answering)
+    graph = manifest["graph"]
+    if graph.status == "ok" and not results["graph"]:  # empty: say why, where it waits
+        why = texture.waiting(runtime.graph, db, settings, entity)
+        if why is not None:
+            graph.status, graph.detail = "waiting", why
     return _fuse(results, dropped), manifest
 
 

@@ -7,8 +7,10 @@ expires, and the job is claimed again. A job leaves the queue only as `done`, or
 `retry` (with `next_attempt_at`, exponential backoff with jitter from tenacity) or
 `waiting` (its handler raised `Pause`: no LLM configured, a key refused). A pause stops
 the whole (entity, kind) instead of burning attempts, until `pps queue retry` or a
-restart. While the database has no space to write (a full disk), workers claim nothing
-until it has room again; `Workers.health()` says which kind cannot work, and why.
+restart: every job of it waits (those queued then, and those queued while it lasts), so
+what the counts say is what the jobs do, and the pause says why. While the database has
+no space to write (a full disk), workers claim nothing until it has room again;
+`Workers.health()` says which kind cannot work, and why.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import tenacity
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from engine.store import timestamps
 from engine.store.db import Database
@@ -101,13 +103,16 @@ class Policy:
 
 
 def enqueue(conn: sqlite3.Connection, entity: str, kind: str, key: str, payload: dict) -> None:
-    """Add a job inside the caller's write transaction; a repeated (entity, kind, key)
-    adds nothing."""
+    """Add a job inside the caller's write transaction (waiting, where its queue is
+    paused); a repeated (entity, kind, key) adds nothing."""
     now = timestamps.now()
     conn.execute(
-        "INSERT INTO jobs (entity, kind, key, payload, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (entity, kind, key) DO NOTHING",
-        (entity, kind, key, json.dumps(payload), now, now),
+        "INSERT INTO jobs (entity, kind, key, payload, state, last_error, created_at, updated_at)"
+        " SELECT ?, ?, ?, ?, CASE WHEN p.reason IS NULL THEN 'pending' ELSE 'waiting' END,"
+        " p.reason, ?, ? FROM (SELECT 1) LEFT JOIN queue_pauses p"
+        " ON p.entity = ? AND p.kind = ? WHERE true"
+        " ON CONFLICT (entity, kind, key) DO NOTHING",
+        (entity, kind, key, json.dumps(payload), now, now, entity, kind),
     )
 
 
@@ -178,7 +183,8 @@ def fail(db: Database, job: Job, owner: str, error: BaseException, policy: Polic
 
 
 def pause(db: Database, job: Job, owner: str, reason: str) -> None:
-    """The job waits and its (entity, kind) stops being claimed; the attempt is not counted."""
+    """The job waits and its (entity, kind) stops being claimed, every job of it waiting
+    with the reason; the attempt is not counted."""
     with db.write() as conn:
         _mine(
             conn, job, owner, "state = 'waiting', attempts = attempts - 1, last_error = ?", reason
@@ -187,6 +193,11 @@ def pause(db: Database, job: Job, owner: str, reason: str) -> None:
             "INSERT INTO queue_pauses (entity, kind, reason, since) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (entity, kind) DO UPDATE SET reason = excluded.reason",
             (job.entity, job.kind, reason, timestamps.now()),
+        )
+        conn.execute(
+            "UPDATE jobs SET state = 'waiting', next_attempt_at = NULL, last_error = ?,"
+            " updated_at = ? WHERE entity = ? AND kind = ? AND state IN ('pending', 'retry')",
+            (reason, timestamps.now(), job.entity, job.kind),
         )
 
 
@@ -243,6 +254,7 @@ class Paused(BaseModel):
     kind: str
     reason: str
     since: str
+    jobs: int = Field(0, description="The jobs that wait for it to be lifted.")
 
 
 class QueueStatus(BaseModel):
@@ -275,7 +287,12 @@ def status(
         f" {scope or 'WHERE 1 = 1'} AND state = 'dead' ORDER BY id DESC LIMIT ?",
         [*params, dead_limit],
     )
-    paused = conn.execute(f"SELECT * FROM queue_pauses {scope} ORDER BY since", params)
+    paused = conn.execute(
+        "SELECT p.*, (SELECT COUNT(*) FROM jobs j WHERE j.entity = p.entity"
+        " AND j.kind = p.kind AND j.state = 'waiting') AS jobs"
+        f" FROM queue_pauses p {'WHERE p.entity = ?' if entity else ''} ORDER BY since",
+        params,
+    )
     return QueueStatus(
         counts=counts,
         oldest_pending_age_s=_age(oldest, clock()),

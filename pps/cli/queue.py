@@ -28,7 +28,7 @@ def queue_show(ctx: typer.Context, entity: EntityOpt = None, data_dir: DataDir =
     age = state.oldest_pending_age_s
     typer.echo(f"oldest unfinished job: {'none' if age is None else f'{age:.1f} s old'}")
     for p in state.paused:
-        typer.echo(f"paused  {p.entity} {p.kind} since {p.since}: {p.reason}")
+        typer.echo(f"waiting  {p.entity} {p.kind}: {p.jobs} jobs since {p.since}: {p.reason}")
     for job in state.dead:
         typer.echo(
             f"dead  #{job.id} {job.entity} {job.kind} {job.key} after {job.attempts} attempts:"

@@ -1,7 +1,8 @@
 """The graph page: the entity's facts (valid and invalidated, with their dates), each
 linked to the events it came from, drawn with their entities (pps.web.layout); an
 entity's neighbourhood; deleting a fact after the person confirms. Over the texture
-services REST uses; a graph that is off or down is said on the page."""
+services REST uses; a graph that is off or down is said on the page, and so is why its
+extraction waits (no LLM configured, a key refused, the day's budget spent)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from fastapi.responses import RedirectResponse, Response
 from engine.graph import texture
 from engine.graph.texture import ExploreQuery, FactsQuery
 from engine.store.errors import InputError, NotFound
-from pps.rest.deps import DB, AppRuntime
+from pps.rest.deps import DB, AppRuntime, AppSettings
 from pps.web import guard, layout
 from pps.web.guard import SignedIn, Write
 from pps.web.pages import _blank, pages, render
@@ -28,6 +29,7 @@ def graph_page(
     session: SignedIn,
     db: DB,
     runtime: AppRuntime,
+    settings: AppSettings,
     contains: str | None = None,
     state: str | None = None,
     entity: str | None = None,
@@ -61,6 +63,7 @@ def graph_page(
         drawing=layout.radial(drawn, _blank(entity)),
         deleted=deleted if deleted in ("fact", "entity", "episode") else None,
         page=PAGE,
+        waiting=texture.waiting(graph, db, settings, session.entity),
     )
 
 

@@ -24,6 +24,7 @@ from engine import health as checks
 from engine.capture import entities
 from engine.capture import events as capture
 from engine.capture.events import EventQuery, Page, SearchQuery
+from engine.graph import texture
 from engine.llm import budget
 from engine.recall import ambient as recall
 from engine.recall import audit
@@ -399,6 +400,7 @@ def queue_page(
         used=used,
         limits={"calls": settings.graph_daily_calls, "tokens": settings.graph_daily_tokens},
         spent=budget.budget_spent(db, settings, session.entity),
+        waiting=texture.waiting(runtime.graph, db, settings, session.entity),
         retried=f"job {retried_job}"
         if retried_job is not None
         else (None if retried is None else f"{retried} jobs"),
