@@ -93,6 +93,9 @@ class AppServer:
     def db(self) -> Database:
         return self.app.state.db
 
+    wait_loaded = True
+    """`start` returns once the slow parts have loaded too, as most tests want them."""
+
     def start(self, timeout: float = 60) -> AppServer:
         from pps.app import create_app
 
@@ -116,6 +119,8 @@ class AppServer:
         if not server.started:
             self.stop()
             raise RuntimeError("the app did not start (its lifespan failed: see the log)")
+        if self.wait_loaded:  # the models and the graph load after the start (engine.runtime)
+            wait_for(self.app.state.runtime.loaded, timeout, "the models and the graph to load")
         return self
 
     def stop(self) -> None:
