@@ -82,6 +82,8 @@ class AppServer:
         self.port = self._socket.getsockname()[1]
         self.settings = Settings(data_dir=self.data_dir, port=self.port, **self.overrides)
         self.app = None
+        self.requests: list[str] = []
+        """Each HTTP request the server was sent, as "METHOD /path"."""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -103,7 +105,7 @@ class AppServer:
             self._socket = _listening_socket(self.port)
         self.app = create_app(self.settings)
         config = uvicorn.Config(
-            self.app,
+            _Recorded(self.app, self.requests),
             log_config=None,  # the test's logging, as pytest captures it
             access_log=False,
             lifespan="on",
@@ -157,6 +159,19 @@ class AppServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class _Recorded:
+    """The app, noting each HTTP request it is sent in `seen`."""
+
+    def __init__(self, app, seen: list[str]):
+        self.app = app
+        self.seen = seen
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            self.seen.append(f"{scope['method']} {scope['path']}")
+        await self.app(scope, receive, send)
 
 
 def _listening_socket(port: int) -> socket.socket:

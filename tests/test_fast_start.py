@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 
 import httpx
 
+from engine.store.config import settings_env
 from tests.conftest import AppServer, connect, create_entity, wait_for
 
 STUBBORN = "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nsys.stdin.read()\n"
@@ -60,3 +63,85 @@ def test_health_says_starting_while_the_graph_starts_and_nothing_waits_for_it(tm
 
 def _settled(health: dict) -> dict | None:
     return None if health["status"] == "starting" else health
+
+
+MODELS_AND_SDKS = ("fastembed", "onnxruntime", "graphiti_core", "openai", "anthropic")
+
+
+def _run_in_a_process(args: list[str], env: dict[str, str]) -> tuple[int, str, list[str]]:
+    """`pps ARGS` in a fresh process: its exit code, its output, the modules it loaded."""
+    probe = (
+        "import json, sys\n"
+        "from pps.cli import app\n"
+        "code = 0\n"
+        "try:\n"
+        f"    app({args!r})\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules})]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
+    *output, last = done.stdout.splitlines()
+    code, loaded = json.loads(last)
+    return code, "\n".join(output) + done.stderr, loaded
+
+
+def test_doctor_asks_the_running_server_once_and_loads_no_model(tmp_path):
+    with AppServer(tmp_path / "data", llm_provider="none") as server:
+        env = settings_env(**server.overrides)
+        before = len(server.requests)
+        code, output, loaded = _run_in_a_process(
+            ["doctor", "--data-dir", str(server.data_dir)], env
+        )
+        asked = server.requests[before:]
+    assert code == 0, output
+    assert asked == ["GET /health"], asked
+    assert not set(loaded) & set(MODELS_AND_SDKS), sorted(set(loaded) & set(MODELS_AND_SDKS))
+    lines = {line.split()[0]: line for line in output.splitlines() if line.strip()}
+    assert " running " in lines["service"], output
+    assert " ok " in lines["embeddings"] and "dim=384" in lines["embeddings"], output
+    assert "llm" in lines and "graph" in lines, output
+    assert "workers" in lines and "summaries" in lines and "backup" in lines, output
+
+
+def test_check_asks_the_running_server_and_only_the_data_dirs_owner_may(tmp_path):
+    with AppServer(tmp_path / "data") as server:
+        ines = create_entity(server.data_dir, "ines")
+        create_entity(server.data_dir, "jules")
+        env = settings_env(**server.overrides)
+        before = len(server.requests)
+        code, output, loaded = _run_in_a_process(
+            ["check", "--json", "--data-dir", str(server.data_dir)], env
+        )
+        asked = server.requests[before:]
+        # An entity's token is no key to everyone's report; only the lock file's is.
+        with connect(server, ines) as client:
+            refused = client.get("/v1/operator/check")
+        with connect(server, "not-the-key") as stranger:
+            unknown = stranger.get("/v1/operator/check")
+    assert code == 0, output
+    assert asked == ["GET /v1/operator/check"], asked
+    assert not set(loaded) & set(MODELS_AND_SDKS), sorted(set(loaded) & set(MODELS_AND_SDKS))
+    report = json.loads(output[: output.rindex("}") + 1])
+    assert sorted(e["entity"] for e in report["entities"]) == ["ines", "jules"]
+    assert refused.status_code == 403, refused.text
+    assert "jules" not in refused.text
+    assert unknown.status_code == 401, unknown.text
+
+
+def test_check_and_doctor_work_from_the_files_with_no_server(tmp_path):
+    data_dir = tmp_path / "data"
+    create_entity(data_dir, "ines")
+    env = settings_env(graph_backend="none", llm_provider="none", port=9)
+    code, output, _ = _run_in_a_process(["check", "--data-dir", str(data_dir)], env)
+    assert code == 0, output
+    assert "ines: 0 events" in output and "consistent (1 entities" in output, output
+    code, output, _ = _run_in_a_process(["doctor", "--data-dir", str(data_dir)], env)
+    assert code == 0, output
+    assert "not running" in output and "dim=384" in output, output
