@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
 
 import httpx
 
+from engine.search import embeddings
 from engine.store.config import settings_env
 from tests.conftest import AppServer, connect, create_entity, wait_for
 
@@ -145,3 +148,58 @@ def test_check_and_doctor_work_from_the_files_with_no_server(tmp_path):
     code, output, _ = _run_in_a_process(["doctor", "--data-dir", str(data_dir)], env)
     assert code == 0, output
     assert "not running" in output and "dim=384" in output, output
+
+
+def test_search_and_recall_rank_by_words_while_the_model_loads_and_never_wait(tmp_path):
+    """The model is still loading (here: another loader holds its load, as a first query
+    would have before the server loaded it at its start): queries go on without it."""
+    model = "a-model-still-loading"
+    release = threading.Event()
+
+    def slow_load():
+        release.wait(120)
+        raise RuntimeError("this model never loads")
+
+    loader = threading.Thread(target=_load_quietly, args=(model, slow_load), daemon=True)
+    loader.start()
+    wait_for(lambda: embeddings.loading(model) is not None, what="the load to begin")
+    data_dir = tmp_path / "data"
+    token = create_entity(data_dir, "ines")
+    server = AppServer(data_dir, embedding_model=model, search_rerank=0)
+    server.wait_loaded = False
+    try:
+        with server, connect(server, token) as client:
+            try:
+                _rank_by_words_meanwhile(server, client)
+            finally:
+                release.set()  # before the server stops: its start waits for the load
+            health = wait_for(
+                lambda: _settled(httpx.get(f"{server.url}/health", timeout=10).json()),
+                what="/health to settle once the load has failed",
+            )
+            assert health["components"]["embeddings"]["status"] == "down", health
+    finally:
+        release.set()
+        loader.join(30)
+
+
+def _rank_by_words_meanwhile(server, client) -> None:
+    health = httpx.get(f"{server.url}/health", timeout=10).json()
+    assert health["status"] == "starting", health
+    assert health["components"]["embeddings"]["status"] == "starting", health
+    stored = client.post(
+        "/v1/events",
+        json={"channel": "terminal", "event_type": "user", "content": "kiwi allergy"},
+    )
+    assert stored.status_code in (200, 201), stored.text
+    found = client.post("/v1/search", json={"query": "kiwi", "tiers": "all"}).json()
+    assert found["fallback"] == "bm25", found
+    assert [r["text"] for r in found["results"]][:1] == ["kiwi allergy"], found
+    recall = client.post("/v1/recall", json={"context": "kiwi allergy"}).json()
+    turns = recall["manifest"]["turns"]
+    assert turns["status"] == "ok" and "loading" in turns["detail"], turns
+
+
+def _load_quietly(model: str, load) -> None:
+    with contextlib.suppress(embeddings.Unavailable):
+        embeddings.load_once(model, f"embedding model {model!r}", load)
