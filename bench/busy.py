@@ -15,8 +15,9 @@ The busy phase runs the same beside --hogs CPU-bound processes (default: twice t
 cores), each of which ends by itself after --phase-s seconds and is killed at the end
 whatever happens; a phase samples for at most --phase-s seconds besides its two starts.
 
-Prints p50 and p95 (ms) per operation, idle and busy, and the busy/idle ratio of the
-p50s; asserts nothing. Compare ratios across machines, not milliseconds.
+Prints p50 and p95 (ms) per operation, idle and busy, the busy/idle ratio of the p50s,
+and how many calls failed (a hook past the timeout its settings give it is one: Claude
+Code would have stopped waiting); asserts nothing. Compare ratios across machines, not milliseconds.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ class Phase:
         self.seconds = seconds
         self.deadline = 0.0
         self.ms: dict[str, list[float]] = {op: [] for op in OPERATIONS}
+        self.failed: dict[str, int] = {}
+        self.load = float("nan")  # the 1-minute load average at the phase's end
 
     def begin(self, share: float) -> None:
         """Sample for at most this share of the phase's seconds (starts are not counted)."""
@@ -81,9 +84,20 @@ class Phase:
         return time.monotonic() < self.deadline
 
     def time(self, op: str, call) -> None:
+        """Time one call; one that fails (a hook past its timeout, an error) is counted
+        as failed, not timed."""
         started = time.perf_counter()
-        call()
+        try:
+            call()
+        except (subprocess.SubprocessError, httpx.HTTPError) as exc:
+            self.failed[op] = self.failed.get(op, 0) + 1
+            console.print(f"{self.name}: {op} failed: {str(exc)[:120]}")
+            return
         self.ms[op].append((time.perf_counter() - started) * 1000)
+
+
+def _ok(response: httpx.Response) -> None:
+    response.raise_for_status()
 
 
 def start(data_dir: Path, port: int, env: dict, phase: Phase) -> ServerProcess:
@@ -179,13 +193,18 @@ def hook_runner(project: Path, env: dict):
     return run
 
 
-def measure(phase: Phase, data_dir: Path, project: Path, token: str, args, env: dict) -> None:
+def measure(
+    phase: Phase, data_dir: Path, project: Path, token: str, args, env: dict, first=None
+) -> None:
+    """The phase's figures; `first(url)` runs once its first server is up (not timed)."""
     port = args.port
     rng = random.Random(7)
     headers = {"Authorization": f"Bearer {token}"}
     hook = hook_runner(project, env)
     server = start(data_dir, port, env, phase)
     try:
+        if first is not None:
+            first(server.url)
         with httpx.Client(base_url=server.url, headers=headers, timeout=120) as client:
             doctor = [sys.executable, "-m", "pps.cli", "doctor", "--data-dir", str(data_dir)]
             phase.begin(0.75)
@@ -199,10 +218,10 @@ def measure(phase: Phase, data_dir: Path, project: Path, token: str, args, env: 
                     "/v1/search (reranker)", lambda s=search: client.post("/v1/search", json=s)
                 )
                 recall = {"context": query}
-                phase.time("/v1/recall", lambda r=recall: client.post("/v1/recall", json=r))
+                phase.time("/v1/recall", lambda r=recall: _ok(client.post("/v1/recall", json=r)))
                 phase.time(
                     "pps doctor",
-                    lambda: subprocess.run(doctor, env=env, capture_output=True, timeout=300),
+                    lambda: subprocess.run(doctor, env=env, capture_output=True, timeout=120),
                 )
     finally:
         server.stop()
@@ -215,10 +234,12 @@ def measure(phase: Phase, data_dir: Path, project: Path, token: str, args, env: 
                     break
                 search = {"query": f"{rng.choice(WORDS)} {rng.choice(WORDS)}", "tiers": "all"}
                 phase.time(
-                    "/v1/search (no reranker)", lambda s=search: client.post("/v1/search", json=s)
+                    "/v1/search (no reranker)",
+                    lambda s=search: _ok(client.post("/v1/search", json=s)),
                 )
     finally:
         server.stop()
+    phase.load = os.getloadavg()[0]
 
 
 def main() -> None:
@@ -255,12 +276,12 @@ def main() -> None:
     shown = form.get("url") or form.get("command", "")
     console.print(f"hook: {form['type']} {shlex.split(shown)[-2:] if 'command' in form else shown}")
 
-    with ServerProcess(data_dir, args.port, env=env) as server:
-        populate(server.url, token, args.turns, random.Random(1))
-    console.print(f"corpus: {args.turns} turns, 20 word-photos, 20 fragments; {cores} cores")
+    def corpus(url: str) -> None:
+        populate(url, token, args.turns, random.Random(1))
+        console.print(f"corpus: {args.turns} turns, 20 word-photos, 20 fragments; {cores} cores")
 
     idle = Phase("idle", args.phase_s)
-    measure(idle, data_dir, project, token, args, env)
+    measure(idle, data_dir, project, token, args, env, first=corpus)
     hogs = []
     try:
         for _ in range(args.hogs):
@@ -268,14 +289,17 @@ def main() -> None:
         time.sleep(1)  # let the scheduler see them
         busy = Phase(f"busy ({args.hogs} CPU-bound processes)", args.phase_s)
         measure(busy, data_dir, project, token, args, env)
-        load = os.getloadavg()[0]
     finally:
         for hog in hogs:
             hog.kill()
             hog.wait()
 
-    table = Table(title=f"pps beside idle and busy cores (load {load:.1f} while busy)")
-    for column in ("operation", "idle p50", "idle p95", "busy p50", "busy p95", "busy/idle", "n"):
+    title = (
+        f"pps beside idle and busy cores (load average {idle.load:.1f} idle, {busy.load:.1f} busy)"
+    )
+    table = Table(title=title)
+    columns = ("operation", "idle p50", "idle p95", "busy p50", "busy p95", "busy/idle", "n")
+    for column in (*columns, "failed"):
         table.add_column(column, justify="left" if column == "operation" else "right")
     for op in OPERATIONS:
         a, b = idle.ms[op], busy.ms[op]
@@ -288,6 +312,7 @@ def main() -> None:
             f"{pct(b, 0.95):.0f}",
             f"{ratio:.1f}x",
             f"{len(a)}/{len(b)}",
+            f"{idle.failed.get(op, 0)}/{busy.failed.get(op, 0)}",
         )
     console.print(table)
 
