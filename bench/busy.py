@@ -105,7 +105,7 @@ def start(data_dir: Path, port: int, env: dict, phase: Phase) -> ServerProcess:
     to /health `ok` (every part loaded)."""
     server = ServerProcess(data_dir, port, env=env)
     began = time.perf_counter()
-    server.start(timeout=300)
+    server.start(timeout=300, loaded=False)
     phase.ms["serve start to /health"].append((time.perf_counter() - began) * 1000)
     while httpx.get(f"{server.url}/health", timeout=30).json()["status"] == "starting":
         time.sleep(0.05)  # polling the server's own word, as `pps doctor` would
