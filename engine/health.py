@@ -35,7 +35,8 @@ def report(runtime: Runtime) -> dict:
     if components["database"]["status"] == "down":
         overall = "down"
     elif statuses <= {*_HARMLESS, "starting"}:
-        overall = "starting" if "starting" in statuses else "ok"
+        loading = "starting" in statuses or not runtime.loaded()  # or about to begin
+        overall = "starting" if loading else "ok"
     else:
         overall = "degraded"
     return {"status": overall, "components": components}

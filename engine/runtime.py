@@ -106,6 +106,12 @@ class Runtime:
         """Whether every slow part has loaded, or failed to and said why."""
         return all(loaded.is_set() for _, loaded in self._loaders)
 
+    def wait_loaded(self) -> None:
+        """Return once `loaded()`: for what queries at once and must not be answered
+        without the models (the benchmarks)."""
+        for _, loaded in self._loaders:
+            loaded.wait()
+
     def stop(self) -> None:
         for _, loaded in self._loaders:
             loaded.wait()  # a part is stopped only once it has started
