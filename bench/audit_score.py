@@ -65,6 +65,7 @@ def replay(data_dir: Path, records: list[dict], per_layer: int, **settings_given
     db = Database.open(settings)
     runtime = Runtime(settings, db)
     runtime.start()
+    runtime.wait_loaded()  # the models load after the start
     try:
         rankings = []
         for record in records:

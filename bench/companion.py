@@ -139,6 +139,7 @@ def main() -> None:
     db = Database.open(settings)
     runtime = Runtime(settings, db)
     runtime.start()
+    runtime.wait_loaded()  # the models load after the start
     try:
         ingest(runtime, corpus)
         configs = rankings(settings, args.fusion, args.compare)

@@ -75,6 +75,7 @@ def main() -> None:
     db = Database.open(settings)
     runtime = Runtime(settings, db)
     runtime.start()
+    runtime.wait_loaded()  # the models load after the start
     try:
         conversations = [load(path, captions=not args.no_captions) for path in files]
         ingest_s, embed_s, turns = ingest(db, settings, conversations)

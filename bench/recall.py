@@ -104,6 +104,7 @@ def main() -> None:
             entities.create(db, ENTITY)
         runtime = Runtime(settings, db)
         runtime.start()
+        runtime.wait_loaded()  # the models load after the start
         try:
             turn_vectors = runtime.index.embedder().embed(texts)
             chunks = db.conn.execute(

@@ -5,7 +5,8 @@ is the one part pps cannot work without: down, pps is down; full (writes fail fo
 of space, reads still answer), pps is degraded, as it is by any other part that does not
 work (the graph, the LLM, the model, a worker that is down or whose writes fail). A part
 switched off by the settings ("disabled", "unconfigured": no LLM, graph jobs wait) does
-not: the component says why.
+not: the component says why. A part still loading after a start (a model, the graph) is
+`starting`, and so is pps while one is and nothing else is wrong.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ def report(runtime: Runtime) -> dict:
     components["files"] = _files(runtime)  # files in the homes that are not indexed
     components["backup"] = _backup(runtime)  # never degrades: `none` says there is none
     components["summaries"] = summarize.status(runtime.db, runtime.settings)  # nor this
+    statuses = {c["status"] for c in components.values()}
     if components["database"]["status"] == "down":
         overall = "down"
-    elif all(
-        c["status"] in ("ok", "disabled", "unconfigured", "none") for c in components.values()
-    ):
-        overall = "ok"
+    elif statuses <= {*_HARMLESS, "starting"}:
+        loading = "starting" in statuses or not runtime.loaded()  # or about to begin
+        overall = "starting" if loading else "ok"
     else:
         overall = "degraded"
     return {"status": overall, "components": components}

@@ -4,15 +4,20 @@ Reading this file tells what runs besides the request handlers."""
 
 from __future__ import annotations
 
-import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
 
 from engine.crystal import summarize
 from engine.graph import curator, episodes, texture
-from engine.search import embeddings, turns, watch
+from engine.search import embeddings, rerank, turns, watch
 from engine.search.index import FILE_EMBED_JOB, Index, file_embed_handler
 from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
+
+log = logging.getLogger("pps.runtime")
 
 CAPTURE_LISTENERS = (turns.admit, episodes.admit)
 """What capture announces a stored batch to, inside its transaction: search indexes the
@@ -43,6 +48,7 @@ class Runtime:
                 episodes.JOB_KIND,
                 texture.handler(self.graph, db, settings),
                 concurrency=settings.graph_concurrency,
+                ready=self.graph.started,  # its jobs wait in the queue while it starts
             )
         # The graph curator on a schedule (PPS_GRAPH_CURATE_S; off by default: see
         # engine.graph.curator and docs/layers.md).
@@ -52,25 +58,82 @@ class Runtime:
         self.workers.add(summarize.JOB_KIND, summarize.handler(db, settings))
         self.summarizer = summarize.sweeper(db, settings)
 
+        self._loaders: list[tuple[threading.Thread, threading.Event]] = []
+        self._stopping = threading.Event()
+
     def start(self) -> None:
-        # Load the model now, so the first recall (a hook with a 2 s budget) does not
-        # pay for it; if it cannot load, search falls back to BM25 and says so.
-        with contextlib.suppress(embeddings.Unavailable):
-            embeddings.get(self.settings)
+        """Start what runs beside the requests, and load the slow parts on threads of
+        their own (the models on one, the graph on another): the server answers at once,
+        /health says `starting` for each part still loading, and a request that needs one
+        meanwhile gets what it gets when the part is unavailable (search and recall rank
+        by words; the graph says it is starting), never a wait."""
         queue.resume(self.db)
-        if self.graph is not None:
-            self.graph.start()
         self.workers.start()
         self.keeper.start()
         self.summarizer.start()
         if self.curator is not None:
             self.curator.start()
+        # Loaded now, so the first recall (a hook with a 2 s budget) does not pay for them.
+        models = [(f"embedding model {self.settings.embedding_model}", self.index.embedder)]
+        if self.settings.search_rerank:
+            models.append((f"reranker {rerank.MODEL}", rerank.get))
+        self._load_beside("pps-load-models", models)
+        if self.graph is not None:
+            self._load_beside(
+                "pps-graph", [(f"graph, {self.graph.backend}", self.graph.start)], self.graph.stop
+            )
+
+    def _load_beside(self, name: str, parts: list, stop: Callable[[], None] | None = None):
+        """Load `parts` on a thread of its own. With `stop`, the thread lives until the
+        runtime stops, then stops what it started: Linux ends the embedded FalkorDB when
+        the thread that started it ends (engine.graph.server sets its parent-death signal)."""
+        loaded = threading.Event()
+
+        def run() -> None:
+            try:
+                _load(parts)
+            finally:
+                loaded.set()
+            if stop is not None:
+                self._stopping.wait()
+                stop()
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        self._loaders.append((thread, loaded))
+
+    def loaded(self) -> bool:
+        """Whether every slow part has loaded, or failed to and said why."""
+        return all(loaded.is_set() for _, loaded in self._loaders)
+
+    def wait_loaded(self) -> None:
+        """Return once `loaded()`: for what queries at once and must not be answered
+        without the models (the benchmarks)."""
+        for _, loaded in self._loaders:
+            loaded.wait()
 
     def stop(self) -> None:
+        for _, loaded in self._loaders:
+            loaded.wait()  # a part is stopped only once it has started
         if self.curator is not None:
             self.curator.stop()
         self.summarizer.stop()
         self.keeper.stop()
         self.workers.stop()
-        if self.graph is not None:
-            self.graph.stop()
+        self._stopping.set()  # the graph's thread stops the graph, last
+        for thread, _ in self._loaders:
+            thread.join()
+
+
+def _load(parts: list[tuple[str, Callable[[], object]]]) -> None:
+    """Load each part in turn, saying what loads and how long it took. One that cannot
+    load is logged, and /health says why (search ranks by words, the graph's jobs wait)."""
+    for name, load in parts:
+        log.info("loading the %s", name)
+        began = time.monotonic()
+        try:
+            load()
+        except Exception as exc:  # the server runs on without it
+            log.error("the %s did not load (%.1f s): %s", name, time.monotonic() - began, exc)
+            continue
+        log.info("the %s loaded in %.1f s", name, time.monotonic() - began)

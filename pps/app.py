@@ -70,6 +70,7 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
             own = DataDirLock.acquire(
                 settings.data_dir, SERVE, host=settings.host, port=settings.port
             )
+        app.state.local_key = (own or lock).owner.key  # see current_operator
         try:
             app.state.db = Database.open(settings)
             app.state.runtime = Runtime(settings, app.state.db)
@@ -98,6 +99,7 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
         events.router,
         queue.router,
         check.router,
+        check.operator,
         summaries.router,
         inventory.router,
         crystals.router,

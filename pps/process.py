@@ -65,7 +65,9 @@ class ServerProcess:
         )
         return done.stdout
 
-    def start(self, timeout: float = 30) -> ServerProcess:
+    def start(self, timeout: float = 30, *, loaded: bool = True) -> ServerProcess:
+        """Start it; return once /health answers and, with `loaded`, no longer says
+        `starting` (its models and graph have loaded, or failed to and said why)."""
         command = [sys.executable, "-m", "pps.cli", "serve"]
         command += [*self._data_dir_args(), "--port", str(self.port)]
         with open(self.log, "ab") as log:
@@ -77,7 +79,10 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"pps serve exited with {self.proc.returncode}:\n{self.logs()}")
             try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                health = httpx.get(f"{self.url}/health", timeout=1)
+                if health.status_code == 200 and not (
+                    loaded and health.json().get("status") == "starting"
+                ):
                     return self
             except httpx.TransportError:
                 pass

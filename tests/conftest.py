@@ -82,6 +82,8 @@ class AppServer:
         self.port = self._socket.getsockname()[1]
         self.settings = Settings(data_dir=self.data_dir, port=self.port, **self.overrides)
         self.app = None
+        self.requests: list[str] = []
+        """Each HTTP request the server was sent, as "METHOD /path"."""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -93,6 +95,9 @@ class AppServer:
     def db(self) -> Database:
         return self.app.state.db
 
+    wait_loaded = True
+    """`start` returns once the slow parts have loaded too, as most tests want them."""
+
     def start(self, timeout: float = 60) -> AppServer:
         from pps.app import create_app
 
@@ -100,7 +105,7 @@ class AppServer:
             self._socket = _listening_socket(self.port)
         self.app = create_app(self.settings)
         config = uvicorn.Config(
-            self.app,
+            _Recorded(self.app, self.requests),
             log_config=None,  # the test's logging, as pytest captures it
             access_log=False,
             lifespan="on",
@@ -116,6 +121,8 @@ class AppServer:
         if not server.started:
             self.stop()
             raise RuntimeError("the app did not start (its lifespan failed: see the log)")
+        if self.wait_loaded:  # the models and the graph load after the start (engine.runtime)
+            wait_for(self.app.state.runtime.loaded, timeout, "the models and the graph to load")
         return self
 
     def stop(self) -> None:
@@ -152,6 +159,19 @@ class AppServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class _Recorded:
+    """The app, noting each HTTP request it is sent in `seen`."""
+
+    def __init__(self, app, seen: list[str]):
+        self.app = app
+        self.seen = seen
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            self.seen.append(f"{scope['method']} {scope['path']}")
+        await self.app(scope, receive, send)
 
 
 def _listening_socket(port: int) -> socket.socket:

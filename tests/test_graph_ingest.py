@@ -15,8 +15,7 @@ from engine.capture import events as capture
 from engine.graph import episodes, texture
 from engine.graph.backend import Graph
 from engine.graph.server import FalkorServer
-from engine.llm import budget
-from engine.llm import client as llm
+from engine.llm import budget, endpoint
 from engine.runtime import CAPTURE_LISTENERS
 from engine.search import embeddings
 from engine.store import queue
@@ -375,10 +374,10 @@ def test_a_spent_budget_resumes_on_a_new_day(make_graph, stub):
 def test_the_llm_probe_says_what_is_wrong(stub):
 
     settings = Settings(llm_provider="openai_compatible", llm_base_url=stub.url, llm_model="m")
-    assert llm.probe(settings) == {"status": "ok"}
+    assert endpoint.probe(settings) == {"status": "ok"}
     stub.set_mode("401")
-    assert llm.probe(settings)["status"] == "refused"
+    assert endpoint.probe(settings)["status"] == "refused"
     gone = settings.model_copy(update={"llm_base_url": "http://127.0.0.1:9/v1"})
-    assert llm.probe(gone)["status"] == "down"
-    assert llm.probe(Settings(llm_provider="none"))["status"] == "unconfigured"
+    assert endpoint.probe(gone)["status"] == "down"
+    assert endpoint.probe(Settings(llm_provider="none"))["status"] == "unconfigured"
     assert stub.calls == 0  # no tokens spent

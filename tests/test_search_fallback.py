@@ -122,6 +122,7 @@ settings = Settings(data_dir=Path(sys.argv[1]), graph_backend="none")
 db = Database.open(settings)
 runtime = Runtime(settings, db)
 runtime.start()
+runtime.wait_loaded()  # the models load after the start (engine.runtime)
 entities.create(db, "e")
 said = [{"channel": "discord", "author": "jeff", "content": text} for text in sys.argv[2:]]
 capture.record(db, "e", capture.parse_events(said, max_batch=10, max_content_bytes=4096),

@@ -22,7 +22,6 @@ from engine.capture.events import Event
 from engine.crystal import summaries
 from engine.crystal.summaries import SUMMARY_TYPE_PATTERN, Batch, Summary, SummaryIn
 from engine.llm import budget
-from engine.llm import client as llm
 from engine.store import queue, timestamps
 from engine.store.config import Settings
 from engine.store.db import Database
@@ -129,6 +128,8 @@ def _write(db: Database, settings: Settings, entity: str, batch: Batch) -> str:
         raise Unavailable(
             "llm", f"{budget.BUDGET_SPENT} ({spent}); resumes after 00:00 UTC; nothing was stored"
         )
+    from engine.llm import client as llm  # the SDKs, loaded by what talks to the LLM
+
     usage = budget.Usage()
     prompt = PROMPT.format(
         count=len(batch.turns),

@@ -20,7 +20,7 @@ import time
 from datetime import UTC, datetime
 
 from engine.graph import episodes
-from engine.llm import budget
+from engine.llm import budget, endpoint
 from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
@@ -57,6 +57,9 @@ class Graph:
         """Why indexes could not be made on a server that answers, until they are."""
         self.extraction_error: str | None = None
         """The last extraction failure not caused by the graph server, until a success."""
+        self.started = threading.Event()
+        """Set once `start` has its store (the graph's workers wait for it)."""
+        self._starting: float | None = None  # when `start` began, while it runs
 
     @property
     def backend(self) -> str:
@@ -65,17 +68,25 @@ class Graph:
         return self.settings.graph_backend
 
     def start(self, *, sweep: bool = True) -> Graph:
-        from engine.graph.server import ServerError
-        from engine.graph.store import GraphStore
+        self._starting = time.monotonic()
+        try:
+            from engine.graph.server import ServerError
+            from engine.graph.store import GraphStore
 
-        if self.server is not None:
-            try:
-                self.server.start()
-            except (ServerError, OSError) as exc:  # the engine runs on; jobs wait for it
-                self.error = str(exc)
-                log.error("the embedded FalkorDB did not start: %s", exc)
-        connection = self.server.connection if self.server is not None else None
-        self.store = GraphStore(self.settings, falkordb=connection).start()
+            if self.server is not None:
+                try:
+                    self.server.start()
+                except (ServerError, OSError) as exc:  # the engine runs on; jobs wait for it
+                    self.error = str(exc)
+                    log.error("the embedded FalkorDB did not start: %s", exc)
+            connection = self.server.connection if self.server is not None else None
+            self.store = GraphStore(self.settings, falkordb=connection).start()
+        except Exception as exc:  # what status() reports
+            self.error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            self._starting = None
+        self.started.set()
         if sweep:
             self._prepare_shared()
             self.preparer.start()
@@ -96,6 +107,11 @@ class Graph:
         state = {"backend": self.backend}
         if self.server is not None:
             state["restarts"] = self.server.restarts
+        if self.store is None and self._starting is not None:
+            took = round(time.monotonic() - self._starting, 1)
+            return {**state, "status": "starting", "starting_s": took}
+        if self.store is None and self.error is not None:
+            return {**state, "status": "down", "error": self.error}
         if self.store is None:
             return {**state, "status": "stopped", "reason": "the graph runs inside `pps serve`"}
         try:
@@ -230,11 +246,9 @@ def graph_health(graph: Graph | None) -> dict:
 def llm_health(graph: Graph | None, settings: Settings, db: Database) -> dict:
     """The "llm" component of /health: configured or not, whether it refused us (a
     paused graph queue) or is failing (its last error), without naming entities."""
-    from engine.llm import client as llm
-
     if settings.graph_backend == "none":
         return {"status": "disabled", "reason": "GRAPH_BACKEND=none: nothing to extract"}
-    described = llm.describe(settings)
+    described = endpoint.describe(settings)
     if settings.llm_provider == "none":
         return {"status": "unconfigured", **described}
     pauses = [p for p in queue.status(db, dead_limit=0).paused if p.kind == episodes.JOB_KIND]

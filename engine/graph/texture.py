@@ -23,7 +23,7 @@ from engine.capture import events as capture
 from engine.capture.events import EventIn, Listener
 from engine.graph import episodes
 from engine.graph.facts import Fact, Node
-from engine.llm import budget
+from engine.llm import budget, endpoint
 from engine.store import queue
 from engine.store.config import Settings
 from engine.store.db import Database
@@ -390,7 +390,6 @@ def delete(graph, db: Database, entity: str, uuid: str) -> Deleted:
 
 def handler(graph, db: Database, settings: Settings):
     """The `graph_episode` job: add the recorded episode to the graph, once."""
-    from engine.llm import client as llm
 
     def handle(job: queue.Job):
         uuid = job.payload["episode"]
@@ -400,7 +399,7 @@ def handler(graph, db: Database, settings: Settings):
         if episode is None or episode.entity != job.entity:
             raise LookupError(f"episode {uuid} is not recorded for this entity")
         if settings.llm_provider == "none":
-            raise queue.Pause(llm.NOT_CONFIGURED)
+            raise queue.Pause(endpoint.NOT_CONFIGURED)
         spent = budget.budget_spent(db, settings, job.entity)
         if spent:
             reason = f"{budget.BUDGET_SPENT} for {job.entity} ({spent}); resumes after 00:00 UTC"
@@ -409,6 +408,8 @@ def handler(graph, db: Database, settings: Settings):
         try:
             graph.store.add_episode(episode, usage)
         except Exception as exc:
+            from engine.llm import client as llm  # the SDKs, loaded by what talks to the LLM
+
             graph.note_failure(exc)
             reason = llm.refusal(exc)
             if reason is not None:

@@ -42,19 +42,10 @@ from graphiti_core.prompts.models import Message
 from pydantic import BaseModel, ValidationError
 
 from engine.llm.budget import Usage
+from engine.llm.endpoint import NOT_CONFIGURED, NotConfigured
 from engine.store.config import Settings
 
 log = logging.getLogger("pps.llm")
-
-NOT_CONFIGURED = (
-    "no extraction LLM is configured (LLM_PROVIDER=none): graph jobs wait. Set LLM_PROVIDER "
-    "(openai, anthropic or openai_compatible), LLM_MODEL, LLM_API_KEY and, for a local "
-    "server, LLM_BASE_URL; then restart or run `pps queue retry`"
-)
-
-
-class NotConfigured(RuntimeError):
-    """Raised by the placeholder client when LLM_PROVIDER=none."""
 
 
 class Failed(RuntimeError):
@@ -130,42 +121,6 @@ def refusal(exc: BaseException) -> str | None:
                 )
         error = error.__cause__ or error.__context__
     return None
-
-
-def describe(settings: Settings) -> dict:
-    """The LLM as /health and `pps doctor` show it (no key, no path)."""
-    if settings.llm_provider == "none":
-        return {"provider": "none", "reason": NOT_CONFIGURED}
-    base = settings.llm_base_url
-    return {
-        "provider": settings.llm_provider,
-        "model": settings.llm_model,
-        "endpoint": urlsplit(base).netloc if base else "default",
-    }
-
-
-def probe(settings: Settings) -> dict:
-    """Ask the configured LLM endpoint for its models (no tokens spent): for `pps doctor`.
-    /health does not call this; it reports what the graph jobs saw."""
-    if settings.llm_provider == "none":
-        return {"status": "unconfigured", "reason": NOT_CONFIGURED}
-    if settings.llm_provider == "anthropic":  # its SDK adds the /v1 to the base URL
-        base = (settings.llm_base_url or "https://api.anthropic.com").rstrip("/") + "/v1"
-    else:
-        base = (settings.llm_base_url or "https://api.openai.com/v1").rstrip("/")
-    headers = {"anthropic-version": "2023-06-01"}
-    if settings.llm_api_key:
-        key = settings.llm_api_key.get_secret_value()
-        headers |= {"Authorization": f"Bearer {key}", "x-api-key": key}
-    try:
-        answer = httpx.get(f"{base}/models", headers=headers, timeout=5)
-    except httpx.HTTPError as exc:
-        return {"status": "down", "error": f"{urlsplit(base).netloc} unreachable: {exc}"}
-    if answer.status_code in (401, 403):
-        return {"status": "refused", "error": f"the key was refused ({answer.status_code})"}
-    if answer.status_code >= 400:
-        return {"status": "down", "error": f"GET /models answered {answer.status_code}"}
-    return {"status": "ok"}
 
 
 def client(settings: Settings) -> LLMClient:

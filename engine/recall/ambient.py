@@ -407,7 +407,7 @@ def _ambient(runtime: Layers, entity: str, request: RecallRequest, dropped: list
     context = request.context[:QUERY_CHARS]
     answering = set(request.answering)
 
-    vector = _embed_once(index, context)
+    vector, without = _embed_once(index, context)
 
     # Word-photos and turns are two searches, not one split afterwards: in a single
     # ranking 100k turns crowd out every word-photo (bench/recall.py's corpus: none of
@@ -478,16 +478,20 @@ def _ambient(runtime: Layers, entity: str, request: RecallRequest, dropped: list
         why = texture.waiting(runtime.graph, db, settings, entity)
         if why is not None:
             graph.status, graph.detail = "waiting", why
+    for name in ("anchors", "turns"):
+        if without is not None and manifest[name].status == "ok":
+            manifest[name].detail = f"ranked by words alone: {without}"
     return _fuse(results, dropped), manifest
 
 
 def _embed_once(index, context: str):
-    """The context as a vector, for every layer that ranks by meaning; None when the
-    model cannot run (those layers then fall back to words)."""
+    """The context as a vector, for every layer that ranks by meaning, or None and why
+    not when the model cannot run now, or is still loading (those layers then rank by
+    words): a recall never waits for the model."""
     try:
-        return index.embedder().embed_one(context)
-    except embeddings.Unavailable:
-        return None
+        return index.embedder(wait=False).embed_one(context), None
+    except embeddings.Unavailable as exc:
+        return None, str(exc)
 
 
 class LayerDown(Exception):

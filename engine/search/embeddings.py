@@ -148,38 +148,60 @@ def _unit(rows: list) -> np.ndarray:
 
 _loaded: dict[str, Any] = {}  # models by name: embedders, and the reranker (rerank.py)
 _failed: dict[str, tuple[float, str]] = {}
+_loading: dict[str, float] = {}  # models being loaded now: when it began (monotonic)
 _load_locks: dict[str, threading.Lock] = {}  # one per model: a slow load holds up no other
 _default: Settings | None = None
 
 
-def get(settings: Settings) -> Embedder:
-    """The process's embedder for `settings.embedding_model`; raises Unavailable."""
+class Loading(Unavailable):
+    """The model is being loaded (by the server's start, or another caller): a caller
+    that does not wait for it (a query) goes on without it, as without a model."""
+
+
+def get(settings: Settings, *, wait: bool = True) -> Embedder:
+    """The process's embedder for `settings.embedding_model`; raises Unavailable (and
+    Loading, without `wait`, while another thread loads it)."""
     name = settings.embedding_model
-    return load_once(name, f"embedding model {name!r}", lambda: _load(settings))
+    return load_once(name, f"embedding model {name!r}", lambda: _load(settings), wait=wait)
 
 
-def load_once(name: str, what: str, load: Callable[[], Any]) -> Any:
+def load_once(name: str, what: str, load: Callable[[], Any], *, wait: bool = True) -> Any:
     """The process's model `name`, made by `load` the first time it is asked for. A
     model that cannot load raises Unavailable, naming `what`; it is tried again after
-    a minute, not on every request."""
+    a minute, not on every request. Without `wait`, a model another thread is loading
+    raises Loading at once instead of waiting for it."""
     model = _loaded.get(name)
     if model is not None:
         return model
-    with _load_locks.setdefault(name, threading.Lock()):
+    lock = _load_locks.setdefault(name, threading.Lock())
+    if not lock.acquire(blocking=wait):
+        raise Loading(f"{what} is loading (for {loading(name) or 0:.0f} s); not used yet")
+    try:
         if name in _loaded:
             return _loaded[name]
         failed = _failed.get(name)
         if failed and time.monotonic() - failed[0] < _RETRY_AFTER_S:
             raise Unavailable(failed[1])
+        _loading[name] = time.monotonic()
         try:
             model = load()
         except Exception as exc:
             reason = f"{what} cannot load: {type(exc).__name__}: {exc}"
             _failed[name] = (time.monotonic(), reason)
             raise Unavailable(reason) from exc
+        finally:
+            _loading.pop(name, None)
         _failed.pop(name, None)
         _loaded[name] = model
         return model
+    finally:
+        lock.release()
+
+
+def loading(name: str) -> float | None:
+    """For how many seconds the model `name` has been loading; None when it is not."""
+    since = _loading.get(name)
+    return None if since is None else time.monotonic() - since
 
 
 def failure(name: str) -> str | None:
@@ -193,6 +215,8 @@ def status(settings: Settings) -> dict:
     name = settings.embedding_model
     if name in _loaded:
         return {"status": "ok", "model": name, "dim": _loaded[name].dim}
+    if (took := loading(name)) is not None:
+        return {"status": "starting", "model": name, "loading_s": round(took, 1)}
     if name in _failed:
         return {"status": "down", "model": name, "error": _failed[name][1]}
     return {"status": "ok", "model": name, "loaded": False}

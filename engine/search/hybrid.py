@@ -301,7 +301,7 @@ def normalise_tags(tags: list[str]) -> list[str]:
 
 def _embed_query(index: Index, query: str) -> tuple[np.ndarray | None, str | None]:
     try:
-        return index.embedder().embed_one(query), None
+        return index.embedder(wait=False).embed_one(query), None
     except embeddings.Unavailable:
         return None, "bm25"
 

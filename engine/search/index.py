@@ -108,9 +108,10 @@ class Index:
 
     # --- the embedder ----------------------------------------------------------------
 
-    def embedder(self) -> embeddings.Embedder:
-        """The model; raises embeddings.Unavailable."""
-        return embeddings.get(self.settings)
+    def embedder(self, *, wait: bool = True) -> embeddings.Embedder:
+        """The model; raises embeddings.Unavailable (Loading, without `wait`, while it
+        loads: a query goes on without it rather than wait)."""
+        return embeddings.get(self.settings, wait=wait)
 
     @property
     def model(self) -> str:

@@ -68,10 +68,10 @@ class Reranker:
         return read
 
 
-def get() -> Reranker:
+def get(*, wait: bool = True) -> Reranker:
     """The process's reranker; raises `embeddings.Unavailable` (the embedder's load-once
-    and retry: engine/search/embeddings.py `load_once`)."""
-    return embeddings.load_once(MODEL, f"reranker {MODEL!r}", _load)
+    and retry: engine/search/embeddings.py `load_once`; `Loading` without `wait`)."""
+    return embeddings.load_once(MODEL, f"reranker {MODEL!r}", _load, wait=wait)
 
 
 def status(settings) -> dict:
@@ -79,6 +79,8 @@ def status(settings) -> dict:
     not asked for yet)."""
     if not settings.search_rerank:
         return {"status": "disabled", "model": MODEL}
+    if (took := embeddings.loading(MODEL)) is not None:
+        return {"status": "starting", "model": MODEL, "loading_s": round(took, 1)}
     if (why := embeddings.failure(MODEL)) is not None:
         return {"status": "down", "model": MODEL, "error": why}
     return {"status": "ok", "model": MODEL, "candidates": settings.search_rerank}
@@ -94,7 +96,9 @@ def reorder(
     below. Unchanged where the model cannot run."""
     read = [chunk_id for _, chunk_id in scored if chunk_id in passages]
     try:
-        logits = dict(zip(read, get().logits(query, [passages[i] for i in read]), strict=True))
+        logits = dict(
+            zip(read, get(wait=False).logits(query, [passages[i] for i in read]), strict=True)
+        )
     except embeddings.Unavailable:
         return scored
     best = max(logits.values(), default=0.0)

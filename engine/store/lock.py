@@ -20,8 +20,9 @@ import contextlib
 import fcntl
 import json
 import os
+import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 LOCK_FILE = "pps.lock"
@@ -36,6 +37,9 @@ class Owner:
     pid: int | None = None
     host: str | None = None
     port: int | None = None
+    key: str | None = field(default=None, repr=False)
+    """A server's local key, made at its start: whoever can read this file (0600, in the
+    0700 data dir) may act as the operator on that server (GET /v1/operator/check)."""
 
     @property
     def url(self) -> str | None:
@@ -84,7 +88,8 @@ class DataDirLock:
         except BaseException:
             os.close(fd)
             raise
-        owner = Owner(command=command, pid=os.getpid(), host=host, port=port)
+        key = None if port is None else secrets.token_urlsafe(32)  # a server's
+        owner = Owner(command=command, pid=os.getpid(), host=host, port=port, key=key)
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(owner.__dict__).encode(), 0)
         return cls(data_dir, fd, owner)

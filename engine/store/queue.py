@@ -321,7 +321,7 @@ class Workers:
         self.db = db
         self.policy = policy
         self.owner = f"worker-{uuid.uuid4().hex[:8]}"
-        self._handlers: list[tuple[str, Handler, int]] = []
+        self._handlers: list[tuple[str, Handler, int, threading.Event | None]] = []
         self._threads: dict[str, list[threading.Thread]] = {}
         self._stop = threading.Event()
         self._active: dict[int, Job] = {}
@@ -331,14 +331,22 @@ class Workers:
         """Outcomes the database refused to record (locked, full): each such job runs again
         once its lease expires, and the worker goes on."""
 
-    def add(self, kind: str, handler: Handler, concurrency: int = 1) -> None:
-        self._handlers.append((kind, handler, concurrency))
+    def add(
+        self,
+        kind: str,
+        handler: Handler,
+        concurrency: int = 1,
+        ready: threading.Event | None = None,
+    ) -> None:
+        """Serve `kind` with `handler`; with `ready`, claim no job before it is set (what
+        the handler needs is still starting: its jobs wait in the queue, untouched)."""
+        self._handlers.append((kind, handler, concurrency, ready))
 
     def start(self) -> None:
         self._spawn(self._keep_leases, "leases", "lease-keeper")
-        for kind, handler, concurrency in self._handlers:
+        for kind, handler, concurrency, ready in self._handlers:
             for n in range(concurrency):
-                self._spawn(self._serve, kind, f"{kind}-{n}", kind, handler)
+                self._spawn(self._serve, kind, f"{kind}-{n}", kind, handler, ready)
 
     def _spawn(self, target, group: str, name: str, *args) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -379,9 +387,12 @@ class Workers:
         since = previous.since if previous is not None else timestamps.now()
         self._troubles[kind] = _Trouble(doing, f"{type(exc).__name__}: {exc}"[:500], since)
 
-    def _serve(self, kind: str, handler: Handler) -> None:
+    def _serve(self, kind: str, handler: Handler, ready: threading.Event | None = None) -> None:
         claiming = Backoff(f"{threading.current_thread().name} claiming", self.policy.poll_s)
         while not self._stop.is_set():
+            if ready is not None and not ready.is_set():  # its part is still starting
+                self._stop.wait(self.policy.poll_s)
+                continue
             if self.db.out_of_space() is not None:  # wait for room, not burn attempts
                 self._stop.wait(self.policy.poll_s)
                 continue

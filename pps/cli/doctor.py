@@ -3,10 +3,11 @@
 One line per component, printed as soon as it is checked: the database, the service, the
 graph, the LLM, the embedding model, then what only a server knows: its workers and the
 files of the homes it could not index. With a server running on the data dir (it holds
-the data dir's lock, which names its port), each component gets one verdict: the worse
-of what the server reports (a full disk, say) and what this command finds, with both
-reasons. Without one, the graph is checked here (the embedded FalkorDB started and
-stopped, under the lock).
+the data dir's lock, which names its port), its /health is asked once and is the verdict
+for what the server runs (the graph, the models: none is loaded here); the database and
+the LLM's endpoint are checked here too, and where the two differ the line gives the worse
+with both reasons. Without one, everything is checked here (the embedded FalkorDB started
+and stopped under the lock, the models loaded).
 """
 
 from __future__ import annotations
@@ -52,29 +53,18 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
     report.line("service", service)
     report.line("graph", _one(_graph_here(settings, db) if served is None else {}, served, "graph"))
 
-    from engine.llm import client as llm
+    from engine.llm import endpoint  # the SDKs are not needed to ask the endpoint
 
-    here = llm.probe(settings)
-    report.line("llm", _llm(here, llm.describe(settings), served))
+    here = endpoint.probe(settings)
+    report.line("llm", _llm(here, endpoint.describe(settings), served))
 
-    from engine.search import embeddings
-
-    with contextlib.suppress(embeddings.Unavailable):  # status() says why
-        embeddings.get(settings)
-    report.line("embeddings", _one(embeddings.status(settings), served, "embeddings"))
-    from engine.search import rerank
-
-    if settings.search_rerank:
-        with contextlib.suppress(embeddings.Unavailable):  # status() says why
-            rerank.get()
-    report.line("reranker", _one(rerank.status(settings), served, "reranker"))
+    # The models: the server's, as it reports them; loaded here only when none runs.
+    report.line("embeddings", _one(_embeddings_here(settings, served), served, "embeddings"))
+    report.line("reranker", _one(_reranker_here(settings, served), served, "reranker"))
     for name, state in (served or {}).items():  # what only the server knows
         if name not in _CHECKED_HERE:
             report.line(name, _workers(state) if name == "workers" else state)
-    from engine.crystal import summarize
-
-    counted = {} if db is None else summarize.status(db, settings)
-    report.line("summaries", _one(counted, served, "summaries"))
+    report.line("summaries", _one(_summaries_here(settings, db, served), served, "summaries"))
     report.line("backup", _backup(db, served))
     if report.bad:
         raise typer.Exit(1)
@@ -129,6 +119,35 @@ def _service(settings) -> tuple[dict, dict | None]:
         " (its entities and tokens are not these)"
     )
     return {"status": "not running", "note": note}, None
+
+
+def _embeddings_here(settings, served: dict | None) -> dict:
+    if served is not None:
+        return {}
+    from engine.search import embeddings
+
+    with contextlib.suppress(embeddings.Unavailable):  # status() says why
+        embeddings.get(settings)
+    return embeddings.status(settings)
+
+
+def _reranker_here(settings, served: dict | None) -> dict:
+    if served is not None:
+        return {}
+    from engine.search import embeddings, rerank
+
+    if settings.search_rerank:
+        with contextlib.suppress(embeddings.Unavailable):  # status() says why
+            rerank.get()
+    return rerank.status(settings)
+
+
+def _summaries_here(settings, db: Database | None, served: dict | None) -> dict:
+    if served is not None or db is None:
+        return {}
+    from engine.crystal import summarize
+
+    return summarize.status(db, settings)
 
 
 def _graph_here(settings, db: Database | None) -> dict:

@@ -1,4 +1,5 @@
-"""`pps entity`: create entities and manage their tokens."""
+"""`pps entity`: create entities and manage their tokens. The engine's modules are loaded
+by the command that runs, not by `--help`."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from engine.capture import entities
-from engine.store.db import Database
-from engine.store.errors import Conflict, InputError, NotFound
 from pps.cli.options import DataDir, TokenFile, fail, settings_for
+
+if TYPE_CHECKING:
+    from engine.store.db import Database
 
 app = typer.Typer(help="Create entities and manage their tokens.", no_args_is_help=True)
 
@@ -20,18 +22,25 @@ app = typer.Typer(help="Create entities and manage their tokens.", no_args_is_he
 @app.command("create")
 def entity_create(name: str, data_dir: DataDir = None, token_file: TokenFile = None) -> None:
     """Create an entity; print its token (the only line on stdout). Keep it secret."""
+    from engine.capture import entities
+
     _issue_token(entities.create, name, data_dir, token_file)
 
 
 @app.command("rotate")
 def entity_rotate(name: str, data_dir: DataDir = None, token_file: TokenFile = None) -> None:
     """Give an entity a new token; the old one stops working at once."""
+    from engine.capture import entities
+
     _issue_token(entities.rotate, name, data_dir, token_file)
 
 
 @app.command("list")
 def entity_list(data_dir: DataDir = None) -> None:
     """List entities (names and dates; tokens are never shown again)."""
+    from engine.capture import entities
+    from engine.store.db import Database
+
     db = Database.open(settings_for(data_dir=data_dir))
     for entity in entities.list_all(db):
         rotated = f"  rotated {entity.rotated_at}" if entity.rotated_at else ""
@@ -45,6 +54,10 @@ def _issue_token(service, name: str, data_dir: Path | None, token_file: Path | N
     that cannot be written fails with nothing created. Should writing it still fail, a
     new entity is removed again; a rotated token is printed all the same, since the old
     one no longer works."""
+    from engine.capture import entities
+    from engine.store.db import Database
+    from engine.store.errors import Conflict, InputError, NotFound
+
     db = Database.open(settings_for(data_dir=data_dir))
     try:
         entities.check_name(name)

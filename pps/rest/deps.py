@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -58,11 +59,17 @@ def current_operator(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_operator_bearer)],
 ) -> None:
-    """Let an operator act through only with the operator's token: an entity's token is
-    refused (403), since no agent may make itself a member of anything."""
+    """Let an operator act through only with the operator's token, or the server's local
+    key (in the data dir's lock file, 0600: whoever can read the data dir, as `pps check`
+    on the server's machine can): an entity's token is refused (403), since no agent may
+    make itself a member of anything, nor read another's memory."""
     if credentials is None:
         raise Unauthorized("missing: send 'Authorization: Bearer <operator token>'")
     db = get_db(request)
+    local = getattr(request.app.state, "local_key", None)
+    if local is not None and secrets.compare_digest(credentials.credentials, local):
+        _refuse_unknown_query(request)
+        return
     if not entities.is_operator(db, credentials.credentials):
         if entities.authenticate(db, credentials.credentials) is not None:
             raise Forbidden(
