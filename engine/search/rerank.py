@@ -42,6 +42,11 @@ pairs; more threads than that gain little and take cores from the rest)."""
 PRIOR_MS_PER_TOKEN = 0.2
 """A batch's time per padded token on the quiet 2-core machine (measured: see `Pace`)."""
 FORGET_S = 30.0
+_PROBE = (
+    "what did she say about the new job at the archive?",
+    "I start at the city archive next month, night shifts at first, and I'm so excited"
+    " about it, even if the commute will be long and the pay is not great",
+)  # a LoCoMo-like pair (~50 tokens), read when the model loads to measure the pace
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +63,10 @@ class Reranker:
         self._counter = type(tokenizer).from_str(tokenizer.to_str())  # cuts, never pads
         self._counter.no_padding()
         self.pace = Pace()
+        # The first run sets the session's buffers up: not a search's time. The second
+        # gives the pace a measure of this machine as it is now.
+        list(engine.rerank("warm up", ["the model"]))
+        self.logits(_PROBE[0], [_PROBE[1]] * _BATCH, budget_s=60.0)
 
     def logits(self, query: str, passages: list[str], budget_s: float) -> list[float | None]:
         """How well each passage, best candidate first, answers the query, as the model's
@@ -78,14 +87,15 @@ class Reranker:
             return read
         try:
             tokens = [len(e) for e in self._counter.encode_batch([(query, p) for p in passages])]
+            size = self._batch_size(max(tokens), budget_s)
             first = len(passages)
-            while first and self.pace.seconds(_padded(tokens, passages, first)) > (
+            while first and self.pace.seconds(_padded(tokens, passages, first, size)) > (
                 deadline - time.monotonic()
             ):
                 first -= 1
             order = _reading_order(passages, first)
-            for start in range(0, len(order), _BATCH):
-                batch = order[start : start + _BATCH]
+            for start in range(0, len(order), size):
+                batch = order[start : start + size]
                 padded = len(batch) * max(tokens[i] for i in batch)
                 if time.monotonic() + self.pace.seconds(padded) > deadline:
                     break
@@ -104,6 +114,16 @@ class Reranker:
         finally:
             self._lock.release()
         return read
+
+    def _batch_size(self, longest: int, budget_s: float) -> int:
+        """`_BATCH`, or fewer where the pace says a batch would take more than a quarter
+        of the budget: a batch cannot be stopped once it runs, and on a busy machine
+        its time varies (measured: up to 1.4 times the estimate, under load 24 on 2
+        cores), so smaller ones keep a search near its budget."""
+        size = _BATCH
+        while size > 1 and self.pace.seconds(size * longest) > budget_s / 4:
+            size //= 2
+        return size
 
 
 class Pace:
@@ -139,10 +159,11 @@ def _reading_order(passages: list[str], first: int) -> list[int]:
     return sorted(range(first), key=lambda i: (len(passages[i]), passages[i]))
 
 
-def _padded(tokens: list[int], passages: list[str], first: int) -> int:
-    """The tokens the model reads for the first `first` passages, padding included."""
+def _padded(tokens: list[int], passages: list[str], first: int, size: int) -> int:
+    """The tokens the model reads for the first `first` passages in batches of `size`,
+    padding included."""
     order = _reading_order(passages, first)
-    batches = [order[i : i + _BATCH] for i in range(0, first, _BATCH)]
+    batches = [order[i : i + size] for i in range(0, first, size)]
     return sum(len(batch) * max(tokens[i] for i in batch) for batch in batches)
 
 
@@ -238,5 +259,4 @@ def _engine():
         TextCrossEncoder, threads, model_name=MODEL, specific_model_path=str(folder)
     )
     engine.model.tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    list(engine.rerank("warm", ["up"]))  # the first run sets its buffers up: not a search's time
     return engine
