@@ -12,7 +12,8 @@ Then: kind weights (distilled notes above raw turns), a penalty for superseded c
 a boost when the query and a chunk share an exact identifier, a smaller one for a turn
 said by someone the query names ("what did Jeff say about the roof?"), a lower score for
 chatter, scores clamped to [0, 1]; then the reranker reads the first candidates with the
-query and reorders them (engine/search/rerank.py; not for recall), and duplicates by
+query, as many as its time budget allows, and reorders them (engine/search/rerank.py; not
+for recall; the response says how many it read: `reranked`), and duplicates by
 content hash are dropped. Every file excerpt is checked against the
 file on disk before it is returned; a file that changed is re-indexed and the search
 runs again.
