@@ -41,7 +41,9 @@ MOST_THREADS = 4
 """The model's threads: one a core, up to this many (a search reads a few batches of 8
 pairs; more threads than that gain little and take cores from the rest)."""
 PRIOR_MS_PER_TOKEN = 0.2
-"""A batch's time per padded token on the quiet 2-core machine (measured: see `Pace`)."""
+"""A batch's time per padded token on a quiet 2-core machine: the fastest batches of 30
+LoCoMo pairs measured on the shared 2-core VM (0.20 ms; 0.25-0.33 typical under load 8).
+Only where the pace has no recent measure (see `Pace`)."""
 FORGET_S = 30.0
 _PROBE = (
     "what did she say about the new job at the archive?",
