@@ -78,7 +78,7 @@ from bench.companion_corpus import (
     overlap,
     surroundings,
 )
-from bench.locomo import percentile, rankings
+from bench.locomo import percentile, rankings, reranked
 from engine.capture import entities
 from engine.capture import events as capture
 from engine.recall import ambient
@@ -107,6 +107,7 @@ class Score:
     off_filter: int = 0  # results outside the category or tags asked
     stale_first: bool = False  # an older statement ranked above the newer one
     top: list[str] = field(default_factory=list)  # the first results, for --misses
+    reranked: str | None = None  # "n of m": candidates the reranker read in its budget
 
 
 def main() -> None:
@@ -305,7 +306,7 @@ def ask(index: Index, corpus: Corpus, questions: list[Question]):
         results = response.results
         refs = [(r.event_uid, r.path, r.start_line, r.end_line) for r in results]
         own = _entity(corpus, q.entity)
-        score = Score(q, _rank(refs, q.gold), latency)
+        score = Score(q, _rank(refs, q.gold), latency, reranked=response.reranked)
         score.leaks = sum(not _own(own, r.event_uid, r.path, r.text) for r in results)
         score.off_date = sum(_off_date(q.filters, r.date) for r in results)
         score.off_filter = sum(_off_filter(q.filters, r) for r in results)
@@ -435,6 +436,11 @@ def report(name: str, settings: Settings, scores: list[Score], recalled: list[Sc
         f" {len(narrowed)}); changed facts with the older statement above the newer:"
         f" {sum(s.stale_first for s in changed)} of {len(changed)}"
     )
+    if said := reranked([s.reranked for s in scores]):
+        console.print(
+            f"the reranker read {said} candidates in its budget"
+            f" ({settings.search_rerank_budget_ms:g} ms a search)"
+        )
     for label, found in (("search", scores), ("recall", recalled)):
         latencies = [s.latency_ms for s in found]
         console.print(

@@ -88,9 +88,14 @@ def main() -> None:
         summary = []
         for name, config in configs:
             index = runtime.index if config is settings else Index(config, db)
-            scores, latencies, fallback = ask(index, conversations)
+            scores, latencies, fallback, said = ask(index, conversations)
             if config is settings:
                 report(name, settings, scores, latencies)
+                if read := reranked(said):
+                    console.print(
+                        f"the reranker read {read} candidates in its budget"
+                        f" ({settings.search_rerank_budget_ms:g} ms a search)"
+                    )
             summary.append((name, config, scores, latencies, fallback))
         if args.compare:
             compare(summary)
@@ -167,8 +172,9 @@ def ingest(db: Database, settings: Settings, conversations: list[dict]) -> tuple
 
 
 def ask(index: Index, conversations: list[dict]):
-    """Per question: (category, evidence, ranked turn ids, ranked session numbers)."""
-    scores, latencies, fallback = [], [], None
+    """Per question: (category, evidence, ranked turn ids, ranked session numbers); the
+    latencies, the fallback, and what each search says it reranked."""
+    scores, latencies, fallback, said = [], [], None, []
     for conv in conversations:
         uid_prefix = conv["name"] + "-"
         known = {t["id"] for s in conv["sessions"] for t in s["turns"]}
@@ -181,10 +187,17 @@ def ask(index: Index, conversations: list[dict]):
             response = search.search(index, conv["name"], request)
             latencies.append((time.perf_counter() - started) * 1000)
             fallback = response.fallback
+            said.append(response.reranked)
             ranked = [r.event_uid.removeprefix(uid_prefix) for r in response.results]
             sessions = list(dict.fromkeys(_session(turn) for turn in ranked))
             scores.append((qa["category"], evidence, ranked, sessions))
-    return scores, latencies, fallback
+    return scores, latencies, fallback, said
+
+
+def reranked(said: list[str | None]) -> str | None:
+    """The searches' `reranked` ("n of m") summed: what a budget let the reranker read."""
+    pairs = [tuple(int(x) for x in s.split(" of ")) for s in said if s]
+    return f"{sum(n for n, _ in pairs)} of {sum(m for _, m in pairs)}" if pairs else None
 
 
 def recall(scores, level: str, mode: str, k: int, category: int | None = None) -> float:

@@ -49,7 +49,9 @@ def memory_search(
     decisions, preferences, dates, people, projects or todos. Returns results, best
     first, each with snippet (the matching text), path and startLine/endLine (read
     around it with memory_get), score (0-1) and citation (e.g. MEMORY.md#L3-L7) to
-    cite in direct chats. Be specific; if nothing useful comes back, rephrase."""
+    cite in direct chats, and reranked: how many of the first candidates were read
+    closely in the time there was ("12 of 30"). Be specific; if nothing useful comes
+    back, rephrase."""
     me = caller(ctx)
     with tool_errors():
         request = search.SearchRequest(
@@ -84,6 +86,8 @@ def memory_search(
     answer = {"results": results}
     if found.fallback:
         answer["fallback"] = found.fallback
+    if found.reranked:
+        answer["reranked"] = found.reranked
     return answer
 
 

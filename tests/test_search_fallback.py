@@ -40,7 +40,7 @@ def test_search_falls_back_to_bm25_and_says_so(client):
     assert body["results"][0]["path"] == stored.json()["path"]
     assert 0 < body["results"][0]["score"] <= 1
     anchors = client.post("/v1/anchors/search", json={"query": "deploys"}).json()
-    assert anchors == {"results": [], "fallback": "bm25"}
+    assert anchors == {"results": [], "fallback": "bm25", "reranked": None}
     health = client.get("/health").json()
     assert health["components"]["embeddings"]["status"] == "down"
     assert health["status"] == "degraded"

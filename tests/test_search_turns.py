@@ -117,8 +117,10 @@ def test_the_reranker_finds_an_answer_that_does_not_name_what_it_answers(server,
     assert client.post("/v1/events", json=said).status_code == 200
     wait_for(lambda: client.get("/v1/queue").json()["counts"].get("done", 0) >= 1, timeout=20)
     question = "What is Ines allergic to?"
-    found = search(client, question, tiers="longform")["results"]
+    body = search(client, question, tiers="longform")
+    found = body["results"]
     assert found[0]["event_uid"] == "answer", [r["text"] for r in found]
+    assert body["reranked"] == f"{len(said)} of {len(said)}"  # within the default budget
     reranker = client.get("/health").json()["components"]["reranker"]
     assert reranker["status"] == "ok" and reranker["candidates"] == 30
 

@@ -256,15 +256,15 @@ def _load(settings: Settings) -> Embedder:
     else:
         options = {"model_name": settings.embedding_model}
 
-    def session(threads: int | None):
-        engine = TextEmbedding(**options, cache_dir=str(cache), threads=threads)
+    def session(threads: int):
+        engine = quiet(TextEmbedding, threads, **options, cache_dir=str(cache))
         if settings.embedding_model == BUNDLED:
             # Past its trained length the model reads nothing better, only slower.
             engine.model.tokenizer.enable_truncation(max_length=_BUNDLED_MAX_TOKENS)
         return engine
 
     # A query is one short text: one thread serves it, on a core that bulk work leaves.
-    bulk_threads = max(1, (os.cpu_count() or 2) - 1)
+    bulk_threads = max(1, cores() - 1)
     query = session(1)
     return Embedder(
         settings.embedding_model,
@@ -273,6 +273,39 @@ def _load(settings: Settings) -> Embedder:
         settings.embedding_batch_size,
         _reads(query),
     )
+
+
+NOT_SPINNING = {"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"}
+"""ONNX Runtime's worker threads spin on a core while they wait for work unless told not
+to: on a busy machine that took the cores from everything else (a reranked search went
+from ~130 ms to 10 s under load 17; docs/performance.md#models-on-a-busy-machine)."""
+
+
+def quiet(model_class, threads: int, **options):
+    """A fastembed model (`TextEmbedding`, `TextCrossEncoder`) whose ONNX session runs on
+    `threads` threads that sleep while they wait (`NOT_SPINNING`). fastembed builds the
+    session's options itself and passes them through one hook, the model's
+    `add_extra_session_options`, before it makes the session: the model is made without
+    its session (`lazy_load`), given that hook, and then loaded."""
+    engine = model_class(**options, threads=threads, lazy_load=True)
+    model = engine.model
+    exposed = type(model).add_extra_session_options
+
+    def add_options(session_options, extra: dict) -> None:
+        exposed(session_options, extra)
+        for key, value in NOT_SPINNING.items():
+            session_options.add_session_config_entry(key, value)
+
+    model.add_extra_session_options = add_options
+    model.load_onnx_model()
+    return engine
+
+
+def cores() -> int:
+    """The cores this process may run on (a container's share, where it has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def _reads(engine) -> tuple | None:

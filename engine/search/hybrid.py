@@ -12,7 +12,8 @@ Then: kind weights (distilled notes above raw turns), a penalty for superseded c
 a boost when the query and a chunk share an exact identifier, a smaller one for a turn
 said by someone the query names ("what did Jeff say about the roof?"), a lower score for
 chatter, scores clamped to [0, 1]; then the reranker reads the first candidates with the
-query and reorders them (engine/search/rerank.py; not for recall), and duplicates by
+query, as many as its time budget allows, and reorders them (engine/search/rerank.py; not
+for recall; the response says how many it read: `reranked`), and duplicates by
 content hash are dropped. Every file excerpt is checked against the
 file on disk before it is returned; a file that changed is re-indexed and the search
 runs again.
@@ -244,6 +245,13 @@ class SearchResult(BaseModel):
 class SearchResponse(BaseModel):
     results: list[SearchResult]
     fallback: Literal["bm25"] | None = None
+    reranked: str | None = Field(
+        None,
+        description="How many of the candidates the reranker was to read it read within"
+        ' its time budget (PPS_SEARCH_RERANK_BUDGET_MS), as "12 of 30"; null where'
+        " the search does not rerank.",
+        examples=["30 of 30"],
+    )
 
 
 def search(
@@ -258,13 +266,14 @@ def search(
     """Ranked excerpts of the entity's memory for the request (see the module doc).
     `query_vector`: the query embedded already (recall embeds its context once).
     `files`: only chunks of these files (home-relative paths), before ranking.
-    `reranked`: the first PPS_SEARCH_RERANK candidates read by the reranker."""
+    `reranked`: the first PPS_SEARCH_RERANK candidates read by the reranker, as many as
+    its time budget allows."""
     request.check()
     categories = index.settings.fragment_categories
     if categories and request.category is not None and request.category not in categories:
         raise InputError.of("category", f"unknown category; known: {', '.join(categories)}")
     where, params, simple = _where(entity, request, kinds, files)
-    fallback = None
+    fallback = said = None
     for attempt in range(3):
         # BM25 runs in another thread while the query is embedded and compared.
         keyword = _keyword_pool.submit(
@@ -273,13 +282,13 @@ def search(
         if attempt == 0 and query_vector is None:
             query_vector, fallback = _embed_query(index, request.query)
         ranked = _rank(index, entity, request, query_vector, (where, params, simple), keyword)
-        results, stale = _materialise(index, entity, ranked, request, reranked)
+        results, stale, said = _materialise(index, entity, ranked, request, reranked)
         if not stale or attempt == 2:
             break
         for path in stale:  # changed on disk behind the index: index it now, rank again
             with index.db.dropping("search_reindex"):  # a full disk: ranked without it
                 index.sync_file(entity, path)
-    return SearchResponse(results=results, fallback=fallback)
+    return SearchResponse(results=results, fallback=fallback, reranked=said)
 
 
 def identifiers(text: str) -> set[str]:
@@ -481,13 +490,20 @@ def _fuse(settings, dense, dense_order, keyword, keyword_order, *, keywords_only
 
 def _materialise(index, entity, ranked, request, reranked: bool):
     """Results for the ranked ids: adjusted, reranked, deduplicated, checked against
-    disk. Returns (results, paths of files that changed behind the index)."""
+    disk. Returns (results, paths of files that changed behind the index, how many of
+    its candidates the reranker read: "12 of 30", or None)."""
     scored = _adjusted(index, entity, ranked, request.query)
-    if reranked and index.settings.search_rerank and len(scored) > 1:
-        top = index.settings.search_rerank
+    said = None
+    settings = index.settings
+    if reranked and settings.search_rerank and len(scored) > 1:
+        top = settings.search_rerank
         head = [chunk_id for _, chunk_id in scored[:top]]
         head += _files_among(index, [chunk_id for _, chunk_id in scored[top:]], FILES_BEYOND)
-        scored = rerank.reorder(scored, request.query, _passages(index, entity, head))
+        passages = _passages(index, entity, head)
+        reordered = rerank.reorder(
+            scored, request.query, passages, settings.search_rerank_budget_ms
+        )
+        scored, said = reordered.scored, reordered.said
     results, seen, stale = [], set(), set()
     files: dict[str, list[str] | None] = {}
     home = index.home(entity)
@@ -496,7 +512,7 @@ def _materialise(index, entity, ranked, request, reranked: bool):
         rows = _rows(index, entity, [chunk_id for _, chunk_id in scored[start : start + batch]])
         for score, chunk_id in scored[start : start + batch]:
             if len(results) >= request.limit or score < request.min_score or score <= 0.0:
-                return results, stale
+                return results, stale, said
             row = rows.get(chunk_id)
             if row is None or row["content_hash"] in seen:
                 continue
@@ -511,7 +527,7 @@ def _materialise(index, entity, ranked, request, reranked: bool):
                     continue
             seen.add(row["content_hash"])
             results.append(_result(row, text, score, index.settings.chunk_max_chars))
-    return results, stale
+    return results, stale, said
 
 
 def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:

