@@ -108,7 +108,9 @@ class ServerProcess:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def __enter__(self) -> ServerProcess:
-        return self.start()
+        """Start it, unless `with server.start(...)` already did (a second start would
+        find the first healthy on the port and leave it running after the block)."""
+        return self if self.proc is not None and self.proc.poll() is None else self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()

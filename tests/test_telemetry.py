@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import typer
 
+from bench.client_start import INITIALIZE
 from pps.cli import app
 from pps.process import ServerProcess
 from tests.fixtures_ingest import ROOT
@@ -77,16 +78,7 @@ PROMPT = {
 
 def _mcp_session() -> str:
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "telemetry-test", "version": "1"},
-            },
-        },
+        INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
