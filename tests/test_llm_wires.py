@@ -20,7 +20,7 @@ from engine.capture import events as capture
 from engine.graph import episodes, texture
 from engine.graph.backend import Graph
 from engine.graph.server import FalkorServer
-from engine.llm import budget
+from engine.llm import budget, endpoint
 from engine.llm import client as llm
 from engine.runtime import CAPTURE_LISTENERS
 from engine.store import queue
@@ -202,9 +202,9 @@ def test_no_key_pauses_with_the_setting_to_fix(start, stub, monkeypatch):
 
 def test_the_probe_asks_the_providers_own_models_route(stub, provider):
     settings = Settings(**llm_settings(stub, provider))
-    assert llm.probe(settings) == {"status": "ok"}
+    assert endpoint.probe(settings) == {"status": "ok"}
     stub.set_mode("401")
-    assert llm.probe(settings)["status"] == "refused"
+    assert endpoint.probe(settings)["status"] == "refused"
     assert stub.calls == 0  # no tokens spent
 
 

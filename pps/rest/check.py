@@ -15,6 +15,7 @@ from engine import consistency
 from engine.consistency import CheckReport
 from engine.store.errors import NotFound
 from pps.rest.deps import AppRuntime, CurrentEntity, Operator
+from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/check", tags=["check"])
 operator = APIRouter(prefix="/v1/operator/check", tags=["check"], dependencies=[Operator])
@@ -25,7 +26,11 @@ def check(entity: CurrentEntity, runtime: AppRuntime) -> CheckReport:
     return consistency.run(runtime.index, runtime.graph, [entity])
 
 
-@operator.get("", summary="The same check of every entity, or of one (`pps check` asks this)")
+@operator.get(
+    "",
+    summary="The same check of every entity, or of one (`pps check` asks this)",
+    responses=problems(404),
+)
 def check_all(
     runtime: AppRuntime,
     entity: Annotated[str | None, Query(description="Only this entity.")] = None,
