@@ -21,7 +21,6 @@ from engine.graph import episodes, texture
 from engine.graph.backend import Graph
 from engine.graph.server import FalkorServer
 from engine.llm import budget, endpoint
-from engine.llm import client as llm
 from engine.runtime import CAPTURE_LISTENERS
 from engine.store import queue
 from engine.store.config import Settings
