@@ -90,8 +90,15 @@ class Embedder:
 
     def embed_one(self, text: str) -> np.ndarray:
         """A query's vector."""
+        return self.embed_now([text])[0]
+
+    def embed_now(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors for a few texts someone waits for (a query; a request's new
+        turns), in one batch on the query session, ahead of any bulk work."""
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         with self._query_lock:
-            return _unit(_run(self._query, [text]))[0]
+            return _unit(_run(self._query, list(texts)))
 
     @property
     def max_tokens(self) -> int | None:

@@ -464,7 +464,7 @@ class Index:
             todo = [r for r in batch if r["embed_hash"] not in reused]
             texts = [embed_text(r["kind"], r["body"], r["context"]) for r in todo]
             if urgent and len(texts) <= _URGENT_MAX:
-                rows = [embedder.embed_one(text) for text in texts]
+                rows = embedder.embed_now(texts)
             else:
                 rows = embedder.embed(texts)
             made = dict(reused)
