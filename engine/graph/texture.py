@@ -201,13 +201,12 @@ def waiting(graph, db: Database, settings: Settings, entity: str) -> str | None:
     extraction LLM, a key refused, the day's budget spent), or no extraction LLM
     configured at all; None when nothing holds it (or no graph is configured)."""
     from engine.graph.backend import waiting as jobs_waiting
-    from engine.llm import client as llm
 
     if graph is None:
         return None
     why = jobs_waiting(db, entity).get("waiting_for")
     if why is None and settings.llm_provider == "none":
-        why = llm.NOT_CONFIGURED
+        why = endpoint.NOT_CONFIGURED
     return why
 
 
