@@ -8,8 +8,8 @@ One entity with a few hundred turns, word-photos and fragments. Each phase measu
 this order: serve start to the first `/health` answer (and to `ok`, everything loaded);
 the Claude Code UserPromptSubmit hook as `pps hooks install claude-code --project DIR`
 installed it (a command hook is run through `sh -c` with the hook's JSON on stdin, an
-http hook is POSTed to its url with its headers, as Claude Code does); `/v1/search`
-(with the reranker); `/v1/recall`; `pps doctor`; then a restart with
+http hook is POSTed to its url with its headers on a new connection, as Claude Code
+does); `/v1/search` (with the reranker); `/v1/recall`; `pps doctor`; then a restart with
 `PPS_SEARCH_RERANK=0` (a second start sample) and `/v1/search` without the reranker.
 The busy phase runs the same beside --hogs CPU-bound processes (default: twice the
 cores), each of which ends by itself after --phase-s seconds and is killed at the end
@@ -38,6 +38,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
+from bench.hooks import new_connections
 from bench.load import WORDS, sentence
 from pps.process import ServerProcess, free_port
 
@@ -168,9 +169,10 @@ def hook_runner(project: Path, env: dict):
             return value
 
         headers = {k: expand(v) for k, v in hook.get("headers", {}).items()}
+        client = new_connections()
 
         def run(prompt: str) -> None:
-            httpx.post(
+            client.post(
                 hook["url"],
                 json={**payload, "prompt": prompt},
                 headers=headers,
