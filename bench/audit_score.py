@@ -23,10 +23,10 @@ import argparse
 import json
 import statistics
 
+from engine.kernel.config import Settings
 from engine.recall import audit
 from engine.recall.ambient import RecallRequest, recall
 from engine.runtime import Runtime
-from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.lock import SERVE, DataDirLock
 

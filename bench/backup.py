@@ -33,8 +33,8 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.capture import entities
-from engine.store import timestamps
-from engine.store.config import Settings
+from engine.kernel import timestamps
+from engine.kernel.config import Settings
 from engine.store.db import Database
 
 ROOT = Path(__file__).resolve().parent.parent

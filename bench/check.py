@@ -25,10 +25,10 @@ import numpy as np
 from engine import consistency
 from engine.capture import entities, events
 from engine.graph import episodes
+from engine.kernel.config import Settings
 from engine.runtime import CAPTURE_LISTENERS
 from engine.search import vectors
 from engine.search.index import Index
-from engine.store.config import Settings
 from engine.store.db import Database
 
 WORDS = ["garden", "shed", "tomato", "key", "door", "well", "bees", "pepper", "rain"]

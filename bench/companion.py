@@ -81,12 +81,12 @@ from bench.companion_corpus import (
 from bench.locomo import percentile, rankings, reranked
 from engine.capture import entities
 from engine.capture import events as capture
+from engine.kernel.config import Settings
 from engine.recall import ambient
 from engine.runtime import CAPTURE_LISTENERS, Runtime
 from engine.search import hybrid as search
 from engine.search.hybrid import SearchRequest
 from engine.search.index import Index
-from engine.store.config import Settings
 from engine.store.db import Database
 
 LOCOMO = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo10"

@@ -20,7 +20,7 @@ from pathlib import Path
 from engine.graph import curator
 from engine.graph.server import FalkorServer
 from engine.graph.store import GraphStore
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 
 FIRST = ["Ada", "Bea", "Cid", "Dan", "Eve", "Fay", "Gus", "Hal", "Ivy", "Jon"]
 LAST = ["Stone", "Marsh", "Brook", "Field", "Wood", "Hill", "Lake", "Ford", "Dale", "Reed"]

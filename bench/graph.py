@@ -47,9 +47,9 @@ from engine.capture import entities  # noqa: E402
 from engine.capture import events as capture  # noqa: E402
 from engine.graph import episodes, texture  # noqa: E402
 from engine.graph.backend import Graph  # noqa: E402
+from engine.kernel.config import Settings  # noqa: E402
 from engine.runtime import CAPTURE_LISTENERS  # noqa: E402
 from engine.store import queue  # noqa: E402
-from engine.store.config import Settings  # noqa: E402
 from engine.store.db import Database  # noqa: E402
 
 BACKENDS = ("falkordb", "neo4j")

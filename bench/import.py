@@ -31,7 +31,7 @@ from rich.table import Table
 # the ingest package: look in the repository root instead.
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from engine.store.config import Settings  # noqa: E402
+from engine.kernel.config import Settings  # noqa: E402
 from ingest.client import Client  # noqa: E402
 from ingest.importers import Import, Summary  # noqa: E402
 from ingest.importers import claude_code as transcripts  # noqa: E402

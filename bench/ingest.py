@@ -26,8 +26,8 @@ from rich.table import Table
 
 from engine.capture import entities
 from engine.capture import events as capture
+from engine.kernel.config import Settings
 from engine.runtime import CAPTURE_LISTENERS
-from engine.store.config import Settings
 from engine.store.db import Database
 from pps.process import ServerProcess
 

@@ -41,11 +41,11 @@ from rich.table import Table
 
 from engine.capture import entities
 from engine.capture import events as capture
+from engine.kernel.config import Settings
 from engine.runtime import CAPTURE_LISTENERS, Runtime
 from engine.search import hybrid as search
 from engine.search.hybrid import SearchRequest
 from engine.search.index import Index
-from engine.store.config import Settings
 from engine.store.db import Database
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo10"

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from engine.capture import entities
+from engine.kernel.config import Settings
 from engine.store import queue
-from engine.store.config import Settings
 from engine.store.db import Database
 
 

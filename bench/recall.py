@@ -33,10 +33,10 @@ from bench.search_scale import DATA, corpus, grow
 from engine.capture import entities
 from engine.crystal import crystals, summaries
 from engine.inventory import items as inventory
+from engine.kernel.config import Settings
 from engine.recall.ambient import RecallRequest, recall
 from engine.runtime import Runtime
 from engine.search import anchors
-from engine.store.config import Settings
 from engine.store.db import Database
 
 ENTITY = "scale"

@@ -35,7 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.capture import entities
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from engine.store.db import Database
 from pps.process import ServerProcess
 

@@ -42,11 +42,11 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.capture import entities
+from engine.kernel.config import Settings
 from engine.search import hybrid as search
 from engine.search import turns, vectors
 from engine.search.hybrid import SearchRequest
 from engine.search.index import Index, content_hash
-from engine.store.config import Settings
 from engine.store.db import Database
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo10"

@@ -39,9 +39,9 @@ import httpx
 from bench.graph import synthetic_facts
 from engine.capture import entities
 from engine.capture import events as capture
-from engine.capture.events import EventIn
 from engine.graph.backend import Graph
-from engine.store.config import Settings, settings_env
+from engine.kernel.config import Settings, settings_env
+from engine.kernel.events import EventIn
 from engine.store.db import Database
 from pps.process import ServerProcess
 

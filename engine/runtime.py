@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 from engine.crystal import summarize
 from engine.graph import curator, episodes, texture
+from engine.kernel.config import Settings
 from engine.search import embeddings, rerank, turns, watch
 from engine.search.index import FILE_EMBED_JOB, Index, file_embed_handler
 from engine.store import queue
-from engine.store.config import Settings
 from engine.store.db import Database
 
 log = logging.getLogger("pps.runtime")

@@ -47,12 +47,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.recall import limits
-from engine.store import timestamps
-from engine.store.config import Settings
-from engine.store.db import ensure_private_dir
-from engine.store.errors import InputError
-from engine.store.requests import is_blank
+from engine.kernel import limits, timestamps
+from engine.kernel.config import Settings
+from engine.kernel.errors import InputError
+from engine.kernel.files import ensure_private_dir
+from engine.kernel.requests import is_blank
 from ingest import events as ev
 from ingest.client import Client, client_dir
 

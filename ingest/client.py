@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from ingest.http import service_client
 from ingest.spool import Spool
 

@@ -11,7 +11,7 @@ import hashlib
 import re
 from typing import Any
 
-from engine.capture.patterns import EVENT_UID_PATTERN
+from engine.kernel.patterns import EVENT_UID_PATTERN
 
 _UID = re.compile(EVENT_UID_PATTERN)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:@/+=#-]")

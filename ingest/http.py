@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from engine.store.net import is_loopback
+from engine.kernel.net import is_loopback
 
 
 def service_client(url: str, token: str, **options) -> httpx.Client:

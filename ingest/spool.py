@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.store import timestamps
-from engine.store.db import ensure_private_dir
+from engine.kernel import timestamps
+from engine.kernel.files import ensure_private_dir
 
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 """Most JSON bytes in one request (the service refuses bodies over PPS_MAX_REQUEST_BYTES)."""

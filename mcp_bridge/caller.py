@@ -20,10 +20,8 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
-from engine.runtime import Runtime
-from engine.store.config import Settings
-from engine.store.db import Database
-from engine.store.errors import (
+from engine.kernel.config import Settings
+from engine.kernel.errors import (
     BadUpstream,
     Conflict,
     FieldProblem,
@@ -34,7 +32,9 @@ from engine.store.errors import (
     describe,
     field_path,
 )
-from engine.store.requests import kind_problem
+from engine.kernel.requests import kind_problem
+from engine.runtime import Runtime
+from engine.store.db import Database
 
 # What a tool does to memory, for the client to show and to ask before.
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -103,7 +103,7 @@ class _Server(MCPServer):
     @staticmethod
     def _refuse_undeclared(name: str, declared: dict[str, dict], arguments: dict) -> None:
         """Refuse arguments the tool does not declare, and values not of the JSON kind
-        its schema declares (engine/store/requests.py: the SDK would read `true` as 1)."""
+        its schema declares (engine/kernel/requests.py: the SDK would read `true` as 1)."""
         unknown = sorted(set(arguments) - set(declared))
         if unknown:
             taken = ", ".join(sorted(declared)) or "no arguments"

@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from engine.capture import entities
-from engine.store.errors import FieldProblem, bearer_challenge, problem_body
+from engine.kernel.errors import FieldProblem, bearer_challenge, problem_body
 from mcp_bridge import PATHS, openclaw, pps, shared_memory, wordwalker
 
 PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {

@@ -17,7 +17,7 @@ from pydantic import Field
 from engine.contracts import shared_memory as memories
 from engine.contracts import stores
 from engine.contracts.stores import Access
-from engine.store.errors import InputError
+from engine.kernel.errors import InputError
 from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, Caller, Profile, caller, tool_errors
 
 INSTRUCTIONS = """Semantic memory shared by several agents: "what did we decide about X?"

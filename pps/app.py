@@ -17,10 +17,8 @@ from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
-from engine.runtime import Runtime
-from engine.store.config import Settings
-from engine.store.db import Database
-from engine.store.errors import (
+from engine.kernel.config import Settings
+from engine.kernel.errors import (
     BadUpstream,
     Conflict,
     FieldProblem,
@@ -31,8 +29,10 @@ from engine.store.errors import (
     bearer_challenge,
     from_validation,
 )
+from engine.kernel.requests import INT64_MAX
+from engine.runtime import Runtime
+from engine.store.db import Database
 from engine.store.lock import SERVE, DataDirLock
-from engine.store.requests import INT64_MAX
 from mcp_bridge.mount import mount as mcp_mount
 from pps.rest import (
     anchors,

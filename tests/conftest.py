@@ -28,7 +28,7 @@ import uvicorn
 from typer.testing import CliRunner
 
 from engine.capture import entities
-from engine.store.config import Settings, settings_env
+from engine.kernel.config import Settings, settings_env
 from engine.store.db import Database
 from tests.neo4j_server import Neo4jServer
 from tests.stub_llm import StubLLM

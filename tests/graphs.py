@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.graph.server import FalkorServer
 from engine.graph.store import GraphStore
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from tests.neo4j_server import Neo4jServer
 
 

@@ -9,9 +9,9 @@ import sys
 import threading
 
 from engine.capture import entities
+from engine.kernel.config import Settings
 from engine.search import embeddings
 from engine.search.index import embed_text
-from engine.store.config import Settings
 from engine.store.db import Database
 from tests.conftest import AppServer, connect, wait_for
 from tests.searching import search, texts, write

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.capture import entities
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from engine.store.db import Database
 
 

@@ -20,7 +20,7 @@ import httpx
 import yaml
 from test_graph_http import TURNS, Entity, llm_settings
 
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from pps.process import ServerProcess
 from tests.conftest import create_entity, settings_env
 

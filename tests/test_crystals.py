@@ -6,7 +6,7 @@ import pytest
 
 from engine.crystal import crystals
 from engine.crystal.crystals import CrystalIn, CurrentQuery
-from engine.store.errors import InputError, NotFound
+from engine.kernel.errors import InputError, NotFound
 
 
 def test_chain_numbering_and_rolling_window(tmp_path):

@@ -22,8 +22,9 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.capture import entities, events
+from engine.kernel import timestamps
 from engine.search import turns
-from engine.store import queue, timestamps
+from engine.store import queue
 from engine.store.db import Database
 from engine.store.ticker import BACKOFF_CAP_S, Ticker
 from tests.conftest import AppServer, connect, settings_env, wait_for

@@ -25,7 +25,7 @@ import typer.main
 from pydantic import AliasChoices, SecretStr
 
 # The code under test. When these modules move, only this block changes.
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from mcp_bridge.mount import PROFILES
 from pps.app import create_app
 from pps.cli import app as cli_app

@@ -12,8 +12,8 @@ import threading
 
 import httpx
 
+from engine.kernel.config import settings_env
 from engine.search import embeddings
-from engine.store.config import settings_env
 from tests.conftest import AppServer, connect, create_entity, wait_for
 
 STUBBORN = "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nsys.stdin.read()\n"

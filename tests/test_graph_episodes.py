@@ -10,9 +10,9 @@ from engine.capture import entities
 from engine.capture import events as capture
 from engine.graph import episodes
 from engine.graph.episodes import Window
+from engine.kernel.config import Settings
 from engine.runtime import CAPTURE_LISTENERS
 from engine.store import queue
-from engine.store.config import Settings
 from engine.store.db import Database
 from tests.conftest import Clock
 

@@ -15,13 +15,13 @@ from engine.capture import events as capture
 from engine.graph import episodes, texture
 from engine.graph.backend import Graph
 from engine.graph.server import FalkorServer
+from engine.kernel.config import Settings
+from engine.kernel.errors import NotFound
 from engine.llm import budget, endpoint
 from engine.runtime import CAPTURE_LISTENERS
 from engine.search import embeddings
 from engine.store import queue
-from engine.store.config import Settings
 from engine.store.db import Database
-from engine.store.errors import NotFound
 from tests.conftest import wait_for
 
 TURNS = [

@@ -17,7 +17,7 @@ import time
 import httpx
 import pytest
 
-from engine.store import timestamps
+from engine.kernel import timestamps
 from ingest.claude_code import user_turn_uid
 from pps.process import ServerProcess
 from tests.conftest import NO_GRAPH, AppServer, create_entity, settings_env

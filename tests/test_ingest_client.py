@@ -288,7 +288,7 @@ def test_events_reach_only_the_tokens_entity(make_client, server, tmp_path):
 def spool_while_down(server, env, n: int):
     """What a hook does while the service is down: its events wait in the spool of
     (PPS_URL, token) under PPS_CLIENT_DIR."""
-    from engine.store.config import Settings
+    from engine.kernel.config import Settings
 
     settings = Settings(
         url=env["PPS_URL"], token_file=env["PPS_TOKEN_FILE"], client_dir=env["PPS_CLIENT_DIR"]

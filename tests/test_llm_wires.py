@@ -20,10 +20,10 @@ from engine.capture import events as capture
 from engine.graph import episodes, texture
 from engine.graph.backend import Graph
 from engine.graph.server import FalkorServer
+from engine.kernel.config import Settings
 from engine.llm import budget, endpoint
 from engine.runtime import CAPTURE_LISTENERS
 from engine.store import queue
-from engine.store.config import Settings
 from engine.store.db import Database
 from tests.conftest import AppServer, connect, wait_for
 

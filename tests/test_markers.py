@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from engine.capture import entities
 from engine.capture.markers import MARKER_TYPES
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from engine.store.db import Database
 from tests.fixtures_ingest import all_events
 

@@ -64,7 +64,7 @@ def test_every_earlier_version_migrates_forward(tmp_path, start):
 
 
 def test_database_and_data_dir_are_private(tmp_path):
-    from engine.store.config import Settings
+    from engine.kernel.config import Settings
 
     settings = Settings(data_dir=tmp_path / "data")
     Database.open(settings)

@@ -24,11 +24,11 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from engine.capture import entities
 from engine.capture.words import keywords, word_pattern
+from engine.kernel import timestamps
+from engine.kernel.config import Settings
+from engine.kernel.requests import NOT_BLANK, is_blank
 from engine.search.fragments import CATEGORY_INPUT, CATEGORY_PATTERN
 from engine.search.hybrid import TAG_PATTERN, TIERS_PATTERN, SearchRequest, normalise_tags
-from engine.store import timestamps
-from engine.store.config import Settings
-from engine.store.requests import NOT_BLANK, is_blank
 from pps.app import create_app
 from tests.conftest import AppServer
 

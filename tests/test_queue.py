@@ -15,8 +15,8 @@ from dataclasses import replace
 import pytest
 
 from engine.capture import entities
+from engine.kernel.config import Settings
 from engine.store import queue
-from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.queue import Pause, Policy, Workers
 from tests.conftest import Clock, wait_for

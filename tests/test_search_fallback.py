@@ -115,7 +115,7 @@ from engine.capture import entities
 from engine.capture import events as capture
 from engine.runtime import CAPTURE_LISTENERS, Runtime
 from engine.search import hybrid
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from engine.store.db import Database
 
 settings = Settings(data_dir=Path(sys.argv[1]), graph_backend="none")

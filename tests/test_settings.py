@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ import random
 from engine.capture.markers import MARKER_TYPES as MARKERS
 from engine.capture.markers import turns_only
 from engine.crystal import summaries
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from engine.store.db import Database
 
 

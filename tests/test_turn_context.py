@@ -7,10 +7,10 @@ import pytest
 
 from engine.capture import entities
 from engine.capture import events as capture
+from engine.kernel.config import Settings
 from engine.runtime import CAPTURE_LISTENERS
 from engine.search import turns
 from engine.search.index import Index
-from engine.store.config import Settings
 from engine.store.db import Database
 
 

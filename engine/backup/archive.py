@@ -41,10 +41,11 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ValidationError
 
 from engine.backup import records, scope
+from engine.kernel import timestamps
+from engine.kernel.config import Settings
+from engine.kernel.files import ensure_private_dir
 from engine.search import homes
-from engine.store import timestamps
-from engine.store.config import Settings
-from engine.store.db import MIGRATIONS_DIR, Database, ensure_private_dir, migrations
+from engine.store.db import MIGRATIONS_DIR, Database, migrations
 
 FORMAT = "pps-backup/1"
 DATABASE = "database/pps.sqlite3"

@@ -42,14 +42,16 @@ from pydantic import Field, ValidationError
 from engine.backup import scope
 from engine.capture import events as capture
 from engine.capture.entities import check_name
-from engine.capture.patterns import CHANNEL_PATTERN
 from engine.crystal.summaries import SUMMARY_TYPE_PATTERN
 from engine.inventory.items import ItemIn, SpaceIn
-from engine.store import lock, timestamps
-from engine.store.config import Settings
-from engine.store.db import MIGRATIONS_DIR, Database, ensure_private_dir, migrations
-from engine.store.errors import InputError, from_validation
-from engine.store.requests import Request
+from engine.kernel import timestamps
+from engine.kernel.config import Settings
+from engine.kernel.errors import InputError, from_validation
+from engine.kernel.files import ensure_private_dir
+from engine.kernel.patterns import CHANNEL_PATTERN
+from engine.kernel.requests import Request
+from engine.store import lock
+from engine.store.db import MIGRATIONS_DIR, Database, migrations
 
 FORMAT = "pps-export/1"
 MANIFEST = "export.json"

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from engine.store import timestamps
+from engine.kernel import timestamps
 from engine.store.db import Database
 
 

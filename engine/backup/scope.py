@@ -8,8 +8,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from engine.kernel.config import Settings
 from engine.search import homes
-from engine.store.config import Settings
 
 
 def home_of(settings: Settings, entity: str) -> tuple[Path, bool, list[str] | None]:

@@ -11,9 +11,9 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from engine.store import timestamps
+from engine.kernel import timestamps
+from engine.kernel.errors import Conflict, InputError, NotFound
 from engine.store.db import Database
-from engine.store.errors import Conflict, InputError, NotFound
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 TOKEN_PREFIX = "pps_"

@@ -26,58 +26,16 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
-    field_validator,
 )
 
-from engine.capture.patterns import CHANNEL_PATTERN, EVENT_TYPE_PATTERN, EVENT_UID_PATTERN
 from engine.capture.words import any_of, keywords, searchable
-from engine.store import timestamps
+from engine.kernel import timestamps
+from engine.kernel.errors import FieldProblem, InputError, NotFound, from_validation
+from engine.kernel.events import EventIn
+from engine.kernel.patterns import CHANNEL_PATTERN, EVENT_TYPE_PATTERN
+from engine.kernel.requests import INT64_MAX, Request, up_to
+from engine.kernel.timestamps import MomentText
 from engine.store.db import Database
-from engine.store.errors import FieldProblem, InputError, NotFound, from_validation
-from engine.store.requests import INT64_MAX, NON_BLANK, Request, is_blank, up_to
-from engine.store.timestamps import Moment, MomentText
-
-_CHANNEL_HELP = (
-    "channel must be 1-64 characters of a-z, 0-9, '_', '.', ':' and '-', "
-    "starting with a letter or digit (e.g. 'terminal', 'discord', 'discord:general')"
-)
-
-
-class EventIn(Request):
-    """One event as a client sends it."""
-
-    event_uid: str | None = Field(
-        None,
-        pattern=EVENT_UID_PATTERN,
-        description="Stable id from the client; re-sending it stores nothing new.",
-    )
-    channel: str = Field(
-        description="Where it happened: terminal, discord, reflection, ...",
-        json_schema_extra={"pattern": CHANNEL_PATTERN},
-    )
-    event_type: str = Field("message", pattern=EVENT_TYPE_PATTERN)
-    author: str | None = Field(None, max_length=256)
-    role: str | None = Field(None, max_length=64)
-    content: str = Field(json_schema_extra=NON_BLANK)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    session_id: str | None = Field(None, max_length=256)
-    created_at: Moment | None = Field(
-        None, description="ISO-8601 with any offset or Z, or epoch seconds; default: now."
-    )
-
-    @field_validator("channel")
-    @classmethod
-    def _channel(cls, value: str) -> str:
-        if not re.fullmatch(CHANNEL_PATTERN, value):
-            raise ValueError(f"unknown channel format {value!r}: {_CHANNEL_HELP}")
-        return value
-
-    @field_validator("content")
-    @classmethod
-    def _content(cls, value: str) -> str:
-        if is_blank(value):
-            raise ValueError("content must not be empty")
-        return value
 
 
 class Event(BaseModel):

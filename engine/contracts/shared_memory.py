@@ -39,6 +39,9 @@ from pydantic import BaseModel, Field
 from engine.capture import entities
 from engine.contracts import stores
 from engine.contracts.stores import Access
+from engine.kernel import timestamps
+from engine.kernel.errors import Forbidden, InputError, NotFound
+from engine.kernel.requests import Request
 from engine.search import chunks, homes
 from engine.search.fragments import (
     CATEGORY_PATTERN,
@@ -50,9 +53,6 @@ from engine.search.fragments import (
 from engine.search.homes import Home
 from engine.search.hybrid import Query, SearchRequest, search
 from engine.search.index import Index
-from engine.store import timestamps
-from engine.store.errors import Forbidden, InputError, NotFound
-from engine.store.requests import Request
 
 FOLDER_SOURCE = "markdown"
 DEFAULT_SOURCE = "manual"

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from engine.capture import entities
+from engine.kernel import timestamps
+from engine.kernel.errors import Conflict, InputError, NotFound
 from engine.search import homes
 from engine.search.index import Index
-from engine.store import timestamps
 from engine.store.db import Database
-from engine.store.errors import Conflict, InputError, NotFound
 
 OPERATOR = "operator"
 """The writer recorded for what the operator writes (the folder indexer)."""

@@ -17,10 +17,10 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel
 
-from engine.capture.patterns import CHANNEL_PATTERN
+from engine.kernel.errors import InputError, NotFound
+from engine.kernel.patterns import CHANNEL_PATTERN
 from engine.search.homes import MAX_READ_LINES, FileLines
 from engine.store.db import Database
-from engine.store.errors import InputError, NotFound
 
 FOLDER = "sessions"
 _SHAPE = "sessions/<channel>/<YYYY-MM-DD>.md, as memory_search gives it"

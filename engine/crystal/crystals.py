@@ -19,9 +19,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from engine.store.db import ensure_private_dir, write_private
-from engine.store.errors import InputError, NotFound
-from engine.store.requests import NON_BLANK, Request, is_blank
+from engine.kernel.errors import InputError, NotFound
+from engine.kernel.files import ensure_private_dir, write_private
+from engine.kernel.requests import NON_BLANK, Request, is_blank
 
 _NAME = re.compile(r"^crystal_(\d{3,})\.md$")
 CHAIN_LENGTH = 4  # the chain line names this crystal and the three before it

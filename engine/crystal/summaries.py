@@ -19,14 +19,14 @@ from pydantic import BaseModel, Field, model_validator
 
 from engine.capture.events import Event
 from engine.capture.markers import markers_only, turns_only
-from engine.capture.patterns import CHANNEL_PATTERN
 from engine.capture.words import fts_query, searchable
-from engine.store import timestamps
-from engine.store.config import Settings
+from engine.kernel import timestamps
+from engine.kernel.config import Settings
+from engine.kernel.errors import Conflict, InputError, NotFound
+from engine.kernel.patterns import CHANNEL_PATTERN
+from engine.kernel.requests import NON_BLANK, Request, is_blank
+from engine.kernel.timestamps import MomentText
 from engine.store.db import Database
-from engine.store.errors import Conflict, InputError, NotFound
-from engine.store.requests import NON_BLANK, Request, is_blank
-from engine.store.timestamps import MomentText
 
 WARN_ABOVE = 100
 SUMMARY_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"

@@ -21,12 +21,13 @@ from engine.capture import entities
 from engine.capture.events import Event
 from engine.crystal import summaries
 from engine.crystal.summaries import SUMMARY_TYPE_PATTERN, Batch, Summary, SummaryIn
+from engine.kernel import timestamps
+from engine.kernel.config import Settings
+from engine.kernel.errors import BadUpstream, Unavailable
+from engine.kernel.requests import Request
 from engine.llm import budget
-from engine.store import queue, timestamps
-from engine.store.config import Settings
+from engine.store import queue
 from engine.store.db import Database
-from engine.store.errors import BadUpstream, Unavailable
-from engine.store.requests import Request
 from engine.store.ticker import Ticker
 
 JOB_KIND = "summarize"

@@ -20,9 +20,9 @@ import time
 from datetime import UTC, datetime
 
 from engine.graph import episodes
+from engine.kernel.config import Settings
 from engine.llm import budget, endpoint
 from engine.store import queue
-from engine.store.config import Settings
 from engine.store.db import Database
 from engine.store.ticker import Ticker
 

@@ -32,9 +32,9 @@ import unicodedata
 import numpy as np
 from pydantic import BaseModel, Field
 
-from engine.store.config import Settings
-from engine.store.errors import NotFound, Unavailable
-from engine.store.requests import Request
+from engine.kernel.config import Settings
+from engine.kernel.errors import NotFound, Unavailable
+from engine.kernel.requests import Request
 from engine.store.ticker import Ticker
 
 log = logging.getLogger("pps.graph.curator")

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from graphiti_core.embedder.client import EmbedderClient
 
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 
 
 class LocalEmbedder(EmbedderClient):

@@ -27,7 +27,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine.capture.markers import turns_only
-from engine.store import queue, timestamps
+from engine.kernel import timestamps
+from engine.store import queue
 from engine.store.db import Database
 from engine.store.ticker import Ticker
 

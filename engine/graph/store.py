@@ -65,11 +65,11 @@ from redis.exceptions import ResponseError
 from engine.graph.embedder import LocalEmbedder
 from engine.graph.episodes import Episode
 from engine.graph.facts import Fact, Node
+from engine.kernel import timestamps
+from engine.kernel.config import Settings
 from engine.llm import budget
 from engine.llm import client as llm
 from engine.search import embeddings
-from engine.store import timestamps
-from engine.store.config import Settings
 
 log = logging.getLogger("pps.graph.store")
 

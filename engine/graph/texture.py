@@ -20,18 +20,19 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 from engine.capture import events as capture
-from engine.capture.events import EventIn, Listener
+from engine.capture.events import Listener
 from engine.graph import episodes
 from engine.graph.facts import Fact, Node
+from engine.kernel.config import Settings
+from engine.kernel.errors import Conflict, NotFound, Unavailable
+from engine.kernel.events import EventIn
+from engine.kernel.requests import NON_BLANK, Request, is_blank
+from engine.kernel.timestamps import Moment, MomentText
 from engine.llm import budget, endpoint
 from engine.store import queue
-from engine.store.config import Settings
 from engine.store.db import Database
-from engine.store.errors import Conflict, NotFound, Unavailable
 from engine.store.lock import SERVE, DataDirBusy, DataDirLock
 from engine.store.queue import QueueStatus
-from engine.store.requests import NON_BLANK, Request, is_blank
-from engine.store.timestamps import Moment, MomentText
 
 log = logging.getLogger("pps.texture")
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from engine.capture.patterns import CHANNEL_PATTERN
-from engine.store import timestamps
+from engine.kernel import timestamps
+from engine.kernel.errors import Conflict, NotFound
+from engine.kernel.patterns import CHANNEL_PATTERN
+from engine.kernel.requests import Request
 from engine.store.db import Database
-from engine.store.errors import Conflict, NotFound
-from engine.store.requests import Request
 
 NAME = Field(min_length=1, max_length=200)
 SPACE_NAME_PATTERN = r"^(?!\.\.?$)[^/]+$"

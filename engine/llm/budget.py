@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from engine.store.db import Database
 
 

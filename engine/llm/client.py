@@ -41,9 +41,9 @@ from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
 from graphiti_core.prompts.models import Message
 from pydantic import BaseModel, ValidationError
 
+from engine.kernel.config import Settings
 from engine.llm.budget import Usage
 from engine.llm.endpoint import NOT_CONFIGURED, NotConfigured
-from engine.store.config import Settings
 
 log = logging.getLogger("pps.llm")
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 
 NOT_CONFIGURED = (
     "no extraction LLM is configured (LLM_PROVIDER=none): graph jobs wait. Set LLM_PROVIDER "

@@ -41,20 +41,19 @@ from pydantic import BaseModel, Field
 
 from engine.capture.events import Event
 from engine.capture.markers import is_marker
-from engine.capture.patterns import CHANNEL_PATTERN, EVENT_UID_PATTERN
 from engine.crystal import crystals, summaries
 from engine.graph import texture
 from engine.graph.backend import Graph
 from engine.inventory import items as inventory
-from engine.recall import limits
+from engine.kernel import limits, timestamps
+from engine.kernel.config import Settings
+from engine.kernel.errors import InputError
+from engine.kernel.patterns import CHANNEL_PATTERN, EVENT_UID_PATTERN
+from engine.kernel.requests import INT64_MAX, Request
 from engine.search import anchors, chunks, embeddings
 from engine.search import hybrid as search
 from engine.search.index import Index
-from engine.store import timestamps
-from engine.store.config import Settings
 from engine.store.db import Database
-from engine.store.errors import InputError
-from engine.store.requests import INT64_MAX, Request
 
 
 class Layers(Protocol):

@@ -22,10 +22,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from engine.capture import events as capture
-from engine.store import timestamps
+from engine.kernel import timestamps
+from engine.kernel.errors import NotFound
+from engine.kernel.requests import INT64_MAX, Request
 from engine.store.db import Database
-from engine.store.errors import NotFound
-from engine.store.requests import INT64_MAX, Request
 
 DRAW_DEFAULT = 50
 WEEKS_SHOWN = 26

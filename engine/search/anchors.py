@@ -11,12 +11,12 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, Field
 
+from engine.kernel.errors import InputError, NotFound
+from engine.kernel.requests import NON_BLANK, Request, is_blank
 from engine.search import chunks, homes
 from engine.search.fragments import check_text, checked_tags, slug, with_front_matter
 from engine.search.hybrid import Query, SearchRequest, SearchResponse, Tag, search
 from engine.search.index import Index
-from engine.store.errors import InputError, NotFound
-from engine.store.requests import NON_BLANK, Request, is_blank
 
 
 class AnchorIn(Request):

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.store.config import Settings
-from engine.store.db import ensure_private_dir
+from engine.kernel.config import Settings
+from engine.kernel.files import ensure_private_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 import yaml
 from pydantic import BaseModel, Field
 
+from engine.kernel import timestamps
+from engine.kernel.errors import InputError
+from engine.kernel.requests import NON_BLANK, SPACES, Request, is_blank
 from engine.search import homes
 from engine.search.hybrid import Tag, normalise_tags
 from engine.search.index import Index
-from engine.store import timestamps
-from engine.store.errors import InputError
-from engine.store.requests import NON_BLANK, SPACES, Request, is_blank
 
 CATEGORY_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 CATEGORY_INPUT = f"^[{SPACES}]*[A-Za-z0-9\\u212a][A-Za-z0-9_\\u212a-]{{0,63}}[{SPACES}]*$"

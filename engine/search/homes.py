@@ -33,10 +33,10 @@ from string import ascii_letters
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.store import timestamps
-from engine.store.config import Settings
-from engine.store.db import ensure_private_dir, write_private
-from engine.store.errors import InputError, NotFound
+from engine.kernel import timestamps
+from engine.kernel.config import Settings
+from engine.kernel.errors import InputError, NotFound
+from engine.kernel.files import ensure_private_dir, write_private
 
 WORD_PHOTOS = "word_photos"
 FRAGMENTS = ".brain/fragments"

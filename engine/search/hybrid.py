@@ -37,13 +37,13 @@ from pydantic import (
     model_serializer,
 )
 
-from engine.capture.patterns import CHANNEL_PATTERN
 from engine.capture.words import any_of, keywords
+from engine.kernel import timestamps
+from engine.kernel.errors import InputError
+from engine.kernel.patterns import CHANNEL_PATTERN
+from engine.kernel.requests import NON_BLANK, SPACES, Request, is_blank
 from engine.search import embeddings, rerank, turns
 from engine.search.index import Index
-from engine.store import timestamps
-from engine.store.errors import InputError
-from engine.store.requests import NON_BLANK, SPACES, Request, is_blank
 
 TIERS = ("shortform", "longform", "domain")
 KIND_WEIGHTS = {

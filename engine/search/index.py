@@ -35,10 +35,11 @@ from pathlib import PurePosixPath
 import numpy as np
 from pydantic import BaseModel, Field
 
+from engine.kernel import timestamps
+from engine.kernel.config import Settings
 from engine.search import chunks, embeddings, homes, vectors
 from engine.search.homes import Home, SkippedFile, Source
-from engine.store import queue, timestamps
-from engine.store.config import Settings
+from engine.store import queue
 from engine.store.db import Database
 
 log = logging.getLogger("pps.index")

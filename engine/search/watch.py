@@ -20,9 +20,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from engine.kernel.files import ensure_private_dir
 from engine.search import embeddings, homes, turns
 from engine.search.index import Index, SyncReport
-from engine.store.db import ensure_private_dir
 
 log = logging.getLogger("pps.watch")
 

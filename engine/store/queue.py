@@ -28,9 +28,9 @@ from typing import Any
 import tenacity
 from pydantic import BaseModel, Field
 
-from engine.store import timestamps
+from engine.kernel import timestamps
+from engine.kernel.errors import NotFound, Unavailable
 from engine.store.db import Database
-from engine.store.errors import NotFound, Unavailable
 from engine.store.ticker import Backoff
 
 log = logging.getLogger("pps.queue")

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from engine.store.errors import Unavailable
+from engine.kernel.errors import Unavailable
 
 log = logging.getLogger("pps.ticker")
 

@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import ValidationError
 from rich.progress import Progress
 
-from engine.capture.events import EventIn
-from engine.store.errors import from_validation
+from engine.kernel.errors import from_validation
+from engine.kernel.events import EventIn
 from ingest import events as ev
 from ingest.client import Client
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from rich.progress import Progress
 
-from engine.capture.patterns import CHANNEL_PATTERN
-from engine.store import timestamps
+from engine.kernel import timestamps
+from engine.kernel.patterns import CHANNEL_PATTERN
 from ingest import events as ev
 from ingest.discord import message_uid
 from ingest.importers import Import, Summary, progress_task

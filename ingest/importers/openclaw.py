@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from engine.store import timestamps
+from engine.kernel import timestamps
 from ingest.importers import Import, Summary, markdown_files, progress_task, read_text
 from ingest.importers.journals import journal_date, markdown_events
 

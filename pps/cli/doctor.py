@@ -17,7 +17,7 @@ import os
 
 import typer
 
-from engine.store.config import default_folder
+from engine.kernel.config import default_folder
 from engine.store.db import Database
 from engine.store.lock import SERVE, DataDirBusy, DataDirLock, owner
 from pps.cli.options import DataDir, Port, settings_for

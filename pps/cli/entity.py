@@ -55,8 +55,8 @@ def _issue_token(service, name: str, data_dir: Path | None, token_file: Path | N
     new entity is removed again; a rotated token is printed all the same, since the old
     one no longer works."""
     from engine.capture import entities
+    from engine.kernel.errors import Conflict, InputError, NotFound
     from engine.store.db import Database
-    from engine.store.errors import Conflict, InputError, NotFound
 
     db = Database.open(settings_for(data_dir=data_dir))
     try:

@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
+from engine.kernel.errors import NotFound, Unavailable
 from engine.store.db import Database
-from engine.store.errors import NotFound, Unavailable
 from pps.cli.check import _graph
 from pps.cli.options import DataDir, EntityOpt, fail, graph_entities
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import typer
 
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from pps.cli.options import ClientToken, Port, Url, fail, settings_for
 
 app = typer.Typer(

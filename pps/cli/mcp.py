@@ -1,7 +1,7 @@
 """`pps mcp`: the stdio relay for MCP clients that spawn a command.
 
 A client waits for this command to answer `initialize`, so nothing heavy is imported here
-or in what it runs: the relay (mcp_bridge.stdio) is the standard library and httpx.
+or in what it runs: the relay (ingest.mcp_relay) is the standard library and httpx.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ def mcp_stdio(
     entity's token (from PPS_TOKEN or PPS_TOKEN_FILE)."""
     from importlib.metadata import version
 
+    from ingest import mcp_relay
     from ingest.client import ClientConfigError, read_token, service_url
-    from mcp_bridge import PATHS, stdio
+    from mcp_bridge import PATHS
 
     if profile not in PATHS:
         fail(f"unknown profile {profile!r}: use one of {', '.join(PATHS)}")
@@ -44,4 +45,4 @@ def mcp_stdio(
         token = read_token(settings)
     except ClientConfigError as exc:
         fail(str(exc))
-    stdio.relay(service_url(settings) + path, token, profile, version("pps"))
+    mcp_relay.relay(service_url(settings) + path, token, profile, version("pps"))

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from engine.store.config import Settings, default_folder
+from engine.kernel.config import Settings, default_folder
 
 
 def _data_dir_help() -> str:

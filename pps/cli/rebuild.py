@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
+from engine.kernel.errors import Conflict
 from engine.store.db import Database
-from engine.store.errors import Conflict
 from pps.cli.options import DataDir, EntityOpt, fail, graph_entities, settings_for
 
 replay_app = typer.Typer(help="Rebuild a derived layer from its source.", no_args_is_help=True)

@@ -11,8 +11,8 @@ from typing import Annotated
 import typer
 
 from engine.contracts import stores
+from engine.kernel.errors import Conflict, InputError, NotFound
 from engine.store.db import Database
-from engine.store.errors import Conflict, InputError, NotFound
 from pps.cli.options import DataDir, fail, settings_for
 
 app = typer.Typer(help="Shared stores: one memory for several entities.", no_args_is_help=True)

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query
 
 from engine import consistency
 from engine.consistency import CheckReport
-from engine.store.errors import NotFound
+from engine.kernel.errors import NotFound
 from pps.rest.deps import AppRuntime, CurrentEntity, Operator
 from pps.rest.statuses import problems
 

@@ -10,11 +10,11 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from engine.capture import entities
+from engine.kernel.config import Settings
+from engine.kernel.errors import FieldProblem, Forbidden, InputError, problem_body
 from engine.runtime import Runtime
 from engine.search.index import Index
-from engine.store.config import Settings
 from engine.store.db import Database
-from engine.store.errors import FieldProblem, Forbidden, InputError, problem_body
 
 
 class Unauthorized(Exception):

@@ -11,13 +11,13 @@ from engine.capture import events as capture
 from engine.capture.events import (
     AroundQuery,
     Event,
-    EventIn,
     EventQuery,
     Page,
     Recorded,
     SearchHit,
     SearchQuery,
 )
+from engine.kernel.events import EventIn
 from pps.rest.deps import DB, AppRuntime, AppSettings, CurrentEntity
 
 router = APIRouter(prefix="/v1", tags=["events"])

@@ -8,9 +8,9 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
+from engine.kernel.requests import Request
 from engine.search import homes
 from engine.search.homes import FileLines, HomeFile
-from engine.store.requests import Request
 from pps.rest.deps import CurrentEntity, SearchIndex
 from pps.rest.statuses import problems
 

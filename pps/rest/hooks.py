@@ -19,13 +19,13 @@ from fastapi import APIRouter, Body
 from pydantic import BaseModel
 
 from engine.capture import events as capture
+from engine.kernel.config import Settings
+from engine.kernel.errors import InputError
+from engine.kernel.requests import NOT_BLANK
 from engine.recall import ambient as recall
 from engine.recall.ambient import RecallRequest
 from engine.runtime import Runtime
-from engine.store.config import Settings
 from engine.store.db import Database
-from engine.store.errors import InputError
-from engine.store.requests import NOT_BLANK
 from ingest import claude_code
 from pps.rest.deps import DB, AppRuntime, AppSettings, CurrentEntity
 

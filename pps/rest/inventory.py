@@ -7,7 +7,6 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from engine.capture.patterns import CHANNEL_PATTERN
 from engine.inventory import items as inventory
 from engine.inventory.items import (
     Categories,
@@ -23,7 +22,8 @@ from engine.inventory.items import (
     SpaceUpdate,
     SpaceView,
 )
-from engine.store.requests import Request
+from engine.kernel.patterns import CHANNEL_PATTERN
+from engine.kernel.requests import Request
 from pps.rest.deps import DB, CurrentEntity
 from pps.rest.statuses import problems
 

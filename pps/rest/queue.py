@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel
 
+from engine.kernel.requests import Request
 from engine.store import queue
 from engine.store.queue import QueueStatus
-from engine.store.requests import Request
 from pps.rest.deps import DB, CurrentEntity
 
 router = APIRouter(prefix="/v1/queue", tags=["queue"])

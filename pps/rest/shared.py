@@ -32,7 +32,7 @@ from engine.contracts.shared_memory import (
     UpdateIn,
 )
 from engine.contracts.stores import Deleted, Store
-from engine.store.requests import Request
+from engine.kernel.requests import Request
 from pps.rest.deps import DB, CurrentEntity, Operator, SearchIndex
 from pps.rest.statuses import problems
 

@@ -23,7 +23,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from engine.store.errors import Problem
+from engine.kernel.errors import Problem
 
 WHEN = {
     400: "The body is not valid JSON",

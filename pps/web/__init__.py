@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Request
 
-from engine.store.errors import FieldProblem
+from engine.kernel.errors import FieldProblem
 from pps.rest.deps import problem_response
 from pps.web import graph as _graph  # noqa: F401  (its routes join pages.pages)
 from pps.web import guard, pages

@@ -14,7 +14,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from engine.graph import texture
 from engine.graph.texture import ExploreQuery, FactsQuery
-from engine.store.errors import InputError, NotFound
+from engine.kernel.errors import InputError, NotFound
 from pps.rest.deps import DB, AppRuntime, AppSettings
 from pps.web import guard, layout
 from pps.web.guard import SignedIn, Write

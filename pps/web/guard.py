@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from fastapi import Depends, Request
 from fastapi.responses import Response
 
-from engine.store.config import Settings
+from engine.kernel.config import Settings
 from pps.web.sessions import Session, Sessions, SignIns
 
 COOKIE = "pps_ui"

@@ -15,10 +15,10 @@ from engine.crystal.crystals import CrystalIn, CurrentQuery
 from engine.crystal.summaries import RecentQuery, SummaryIn
 from engine.inventory import items as inventory
 from engine.inventory.items import ItemIn, ItemQuery, ItemRef, SpaceIn, SpaceUpdate
+from engine.kernel.errors import InputError
 from engine.search import anchors, fragments, homes
 from engine.search.anchors import AnchorIn
 from engine.search.fragments import FragmentIn
-from engine.store.errors import InputError
 from pps.rest.deps import DB, AppSettings, SearchIndex
 from pps.web import guard
 from pps.web.guard import SignedIn, Write

@@ -25,6 +25,14 @@ from engine.capture import entities
 from engine.capture import events as capture
 from engine.capture.events import EventQuery, Page, SearchQuery
 from engine.graph import texture
+from engine.kernel.errors import (
+    Conflict,
+    Forbidden,
+    InputError,
+    NotFound,
+    Unavailable,
+    from_validation,
+)
 from engine.llm import budget
 from engine.recall import ambient as recall
 from engine.recall import audit
@@ -33,14 +41,6 @@ from engine.recall.audit import DrawQuery, JudgmentIn, Precision, PrecisionQuery
 from engine.search import hybrid
 from engine.search.hybrid import SearchRequest
 from engine.store import queue
-from engine.store.errors import (
-    Conflict,
-    Forbidden,
-    InputError,
-    NotFound,
-    Unavailable,
-    from_validation,
-)
 from pps.rest.deps import DB, AppRuntime, AppSettings
 from pps.web import guard
 from pps.web.guard import LOGIN_COOKIE, Refused, SignedIn, SignInNeeded, Write

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from engine.store.net import is_loopback
+from engine.kernel.net import is_loopback
 
 
 def default_folder(setting: str) -> Path:
@@ -330,7 +330,7 @@ class Settings(BaseSettings):
 def settings_env(**fields: Any) -> dict[str, str]:
     """Settings fields as the environment variables that set them (for child processes,
     the `pps` command and benches): `graph_backend` is GRAPH_BACKEND, `queue_lease_s` is
-    PPS_QUEUE_LEASE_S (engine/store/config.py names the ones without the prefix)."""
+    PPS_QUEUE_LEASE_S (engine/kernel/config.py names the ones without the prefix)."""
     env = {}
     for name, value in fields.items():
         alias = Settings.model_fields[name].validation_alias

@@ -23,7 +23,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, WithJsonSchema
 
-from engine.store.requests import up_to
+from engine.kernel.requests import up_to
 
 FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 EPOCH_MAX = 253402300799  # 9999-12-31T23:59:59Z
