@@ -23,17 +23,8 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from engine.backup import scope
-from engine.backup.portable import (
-    EVENTS,
-    FORMAT,
-    HOME,
-    INVENTORY,
-    MANIFEST,
-    SUMMARIES,
-    ExportError,
-    copy_file,
-)
+from engine.backup import portable, scope
+from engine.backup.portable import ExportError, copy_file
 from engine.capture import events as capture
 from engine.capture.entities import check_name
 from engine.crystal.summaries import SUMMARY_TYPE_PATTERN
@@ -124,13 +115,13 @@ def check(settings: Settings, folder: Path, entity: str | None = None) -> Plan:
     if not folder.is_dir():
         raise ExportError(f"no export at {folder}: not a folder")
     try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads((folder / portable.MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ExportError(f"{folder} is not an export: it has no {MANIFEST}") from None
+        raise ExportError(f"{folder} is not an export: it has no {portable.MANIFEST}") from None
     except (OSError, ValueError) as exc:
-        raise ExportError(f"{folder / MANIFEST}: not readable JSON ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ExportError(f"{folder / MANIFEST}: not a {FORMAT} export")
+        raise ExportError(f"{folder / portable.MANIFEST}: not readable JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != portable.FORMAT:
+        raise ExportError(f"{folder / portable.MANIFEST}: not a {portable.FORMAT} export")
     newest = migrations(MIGRATIONS_DIR)[-1].version
     if not isinstance(manifest.get("schema_version"), int) or manifest["schema_version"] > newest:
         raise ExportError(
@@ -142,19 +133,21 @@ def check(settings: Settings, folder: Path, entity: str | None = None) -> Plan:
         check_name(str(name))
     except InputError as exc:
         raise ExportError(str(exc)) from None
-    for required in (EVENTS, SUMMARIES, INVENTORY):
+    for required in (portable.EVENTS, portable.SUMMARIES, portable.INVENTORY):
         if not (folder / required).is_file():
             raise ExportError(f"{folder} is not a whole export: {required} is missing")
     target = _Target(settings, name)
     plan = Plan(folder, manifest, name, exists=target.exists())
     try:
-        needed = _check_summaries(folder / SUMMARIES, settings, plan)
-        exported = _check_events(folder / EVENTS, settings, plan, needed)
+        needed = _check_summaries(folder / portable.SUMMARIES, settings, plan)
+        exported = _check_events(folder / portable.EVENTS, settings, plan, needed)
         for uid, where in needed.items():
             if uid not in exported and not target.has_event(uid):
-                raise ExportError(f"{where}: event {uid!r} is neither in {EVENTS} nor stored")
-        _check_inventory(folder / INVENTORY, plan, target)
-        _check_home(folder / HOME, settings, plan)
+                raise ExportError(
+                    f"{where}: event {uid!r} is neither in {portable.EVENTS} nor stored"
+                )
+        _check_inventory(folder / portable.INVENTORY, plan, target)
+        _check_home(folder / portable.HOME, settings, plan)
     finally:
         target.close()
     return plan
@@ -294,7 +287,7 @@ def _check_home(source: Path, settings: Settings, plan: Plan) -> None:
     """Which home files to copy; refuse if one differs from the file already there."""
     root = scope.home_of(settings, plan.entity)[0]
     different = []
-    for relative, path in scope.files(source, None, plan.skipped, HOME):
+    for relative, path in scope.files(source, None, plan.skipped, portable.HOME):
         there = root / relative
         if there.is_file() and not there.is_symlink():
             if filecmp.cmp(path, there, shallow=False):
@@ -379,7 +372,7 @@ def _import_events(db, settings, plan, done, listeners, progress) -> None:
             progress("events", count, plan.events)
 
     size = min(_BATCH, settings.max_batch)
-    for where, line in _lines(plan.folder / EVENTS):
+    for where, line in _lines(plan.folder / portable.EVENTS):
         event, at = _event(where, line, settings)
         batch.append(event)
         received.append(at)
@@ -396,7 +389,7 @@ def _event_id(conn, entity: str, uid: str) -> int:
 
 
 def _import_summaries(db: Database, plan: Plan, done: Imported) -> None:
-    for _, line in _lines(plan.folder / SUMMARIES):
+    for _, line in _lines(plan.folder / portable.SUMMARIES):
         summary = SummaryLine.model_validate(line)
         channels = json.dumps(summary.channels) if summary.channels else None
         with db.write() as conn:
@@ -436,63 +429,81 @@ def _stamp(value: str | None) -> str | None:
 def _import_inventory(db: Database, plan: Plan, done: Imported) -> None:
     """Spaces, items and current spaces: added, or updated when the export's is newer
     than the one there; otherwise left alone."""
-    entity = plan.entity
-    for _, line in _lines(plan.folder / INVENTORY):
+    for _, line in _lines(plan.folder / portable.INVENTORY):
         entry = _KINDS[line["kind"]].model_validate(line)
         with db.write() as conn:
             if isinstance(entry, SpaceLine):
-                cursor = conn.execute(
-                    "INSERT INTO spaces (entity, name, description, channel, created_at,"
-                    " updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (entity, name) DO UPDATE"
-                    " SET description = excluded.description, channel = excluded.channel,"
-                    " updated_at = excluded.updated_at WHERE excluded.updated_at > updated_at",
-                    (
-                        entity,
-                        entry.name,
-                        entry.description,
-                        entry.channel,
-                        timestamps.normalise(entry.created_at),
-                        timestamps.normalise(entry.updated_at),
-                    ),
-                )
+                changed = _put_space(conn, plan.entity, entry)
             elif isinstance(entry, ItemLine):
-                space = None
-                if entry.space is not None:
-                    space = conn.execute(
-                        "SELECT id FROM spaces WHERE entity = ? AND name = ?", (entity, entry.space)
-                    ).fetchone()[0]
-                cursor = conn.execute(
-                    "INSERT INTO inventory_items (entity, name, category, subcategory,"
-                    " description, attributes, space_id, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (entity, category, name)"
-                    " DO UPDATE SET subcategory = excluded.subcategory,"
-                    " description = excluded.description, attributes = excluded.attributes,"
-                    " space_id = excluded.space_id, updated_at = excluded.updated_at"
-                    " WHERE excluded.updated_at > updated_at",
-                    (
-                        entity,
-                        entry.name,
-                        entry.category,
-                        entry.subcategory,
-                        entry.description,
-                        json.dumps(entry.attributes),
-                        space,
-                        timestamps.normalise(entry.created_at),
-                        timestamps.normalise(entry.updated_at),
-                    ),
-                )
+                changed = _put_item(conn, plan.entity, entry)
             else:
-                space = conn.execute(
-                    "SELECT id FROM spaces WHERE entity = ? AND name = ?", (entity, entry.space)
-                ).fetchone()[0]
-                cursor = conn.execute(
-                    "INSERT INTO current_spaces (entity, channel, space_id, entered_at)"
-                    " VALUES (?, ?, ?, ?) ON CONFLICT (entity, channel) DO UPDATE"
-                    " SET space_id = excluded.space_id, entered_at = excluded.entered_at"
-                    " WHERE excluded.entered_at > entered_at",
-                    (entity, entry.channel, space, timestamps.normalise(entry.entered_at)),
-                )
-            if cursor.rowcount:
-                done.inventory_changed += 1
-            else:
-                done.inventory_known += 1
+                changed = _put_current(conn, plan.entity, entry)
+        if changed:
+            done.inventory_changed += 1
+        else:
+            done.inventory_known += 1
+
+
+def _space_id(conn, entity: str, name: str) -> int:
+    return conn.execute(
+        "SELECT id FROM spaces WHERE entity = ? AND name = ?", (entity, name)
+    ).fetchone()[0]
+
+
+def _put_space(conn, entity: str, entry: SpaceLine) -> bool:
+    cursor = conn.execute(
+        "INSERT INTO spaces (entity, name, description, channel, created_at,"
+        " updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (entity, name) DO UPDATE"
+        " SET description = excluded.description, channel = excluded.channel,"
+        " updated_at = excluded.updated_at WHERE excluded.updated_at > updated_at",
+        (
+            entity,
+            entry.name,
+            entry.description,
+            entry.channel,
+            timestamps.normalise(entry.created_at),
+            timestamps.normalise(entry.updated_at),
+        ),
+    )
+    return bool(cursor.rowcount)
+
+
+def _put_item(conn, entity: str, entry: ItemLine) -> bool:
+    space = None if entry.space is None else _space_id(conn, entity, entry.space)
+    cursor = conn.execute(
+        "INSERT INTO inventory_items (entity, name, category, subcategory,"
+        " description, attributes, space_id, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (entity, category, name)"
+        " DO UPDATE SET subcategory = excluded.subcategory,"
+        " description = excluded.description, attributes = excluded.attributes,"
+        " space_id = excluded.space_id, updated_at = excluded.updated_at"
+        " WHERE excluded.updated_at > updated_at",
+        (
+            entity,
+            entry.name,
+            entry.category,
+            entry.subcategory,
+            entry.description,
+            json.dumps(entry.attributes),
+            space,
+            timestamps.normalise(entry.created_at),
+            timestamps.normalise(entry.updated_at),
+        ),
+    )
+    return bool(cursor.rowcount)
+
+
+def _put_current(conn, entity: str, entry: CurrentLine) -> bool:
+    cursor = conn.execute(
+        "INSERT INTO current_spaces (entity, channel, space_id, entered_at)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT (entity, channel) DO UPDATE"
+        " SET space_id = excluded.space_id, entered_at = excluded.entered_at"
+        " WHERE excluded.entered_at > entered_at",
+        (
+            entity,
+            entry.channel,
+            _space_id(conn, entity, entry.space),
+            timestamps.normalise(entry.entered_at),
+        ),
+    )
+    return bool(cursor.rowcount)
