@@ -11,9 +11,11 @@ in process, real SQLite files and real archives on disk.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import json
 import os
+import re
 import sqlite3
 import stat
 import tarfile
@@ -292,6 +294,31 @@ def test_a_backup_never_overwrites_a_file(tmp_path):
     refused(pps("backup", str(taken), "--data-dir", str(data)), "never overwrites")
     assert taken.read_text() == "someone's file"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_table_no_rule_places_stops_an_entity_archive_and_names_where_its_rule_goes(
+    tmp_path,
+):
+    data = tmp_path / "data"
+    _small_entity(data, "wren", "hello")
+    conn = sqlite3.connect(data / "pps.sqlite3")
+    conn.execute("CREATE TABLE later_notes (note TEXT)")  # a later migration's, say
+    conn.execute("INSERT INTO later_notes VALUES ('whose is this?')")
+    conn.commit()
+    conn.close()
+    out = tmp_path / "wren.tar"
+    result = pps("backup", "--entity", "wren", str(out), "--data-dir", str(data))
+    refused(result, "table 'later_notes' has no entity column")
+    [named] = re.findall(r"engine/backup/\w+\.py", result.stderr)
+    rules = importlib.import_module(named.removesuffix(".py").replace("/", "."))._OTHER_TABLES
+    assert "entities" in rules and "later_notes" not in rules  # the file that holds the rules
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    conn = sqlite3.connect(data / "pps.sqlite3")
+    assert conn.execute("SELECT note FROM later_notes").fetchall() == [("whose is this?",)]
+    assert conn.execute("SELECT COUNT(*) FROM backups").fetchone() == (0,)
+    conn.close()
+    assert pps("backup", str(out), "--data-dir", str(data)).exit_code == 0  # whole: every table
 
 
 def _small_entity(data: Path, name: str, content: str) -> str:

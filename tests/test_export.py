@@ -10,8 +10,10 @@ process, real SQLite files and real folders.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import stat
@@ -337,6 +339,23 @@ def test_a_folder_that_is_not_an_export_of_the_entity_is_refused(world, tmp_path
         ),
         "no entity named 'nobody'",
     )
+
+
+def test_a_table_no_one_placed_stops_the_export_and_names_where_it_is_placed(tmp_path):
+    data = tmp_path / "data"
+    with AppServer(data, **NO_MODEL) as server:
+        entities.create(server.db, "wren")
+    conn = sqlite3.connect(data / "pps.sqlite3")
+    conn.execute("CREATE TABLE later_notes (entity TEXT, note TEXT)")  # a later migration's
+    conn.commit()
+    conn.close()
+    out = tmp_path / "out"
+    result = pps("export", "--entity", "wren", str(out), "--data-dir", str(data))
+    refused(result, "table 'later_notes' holds an entity's rows", "no export until it does")
+    [named] = re.findall(r"engine/backup/\w+\.py", result.stderr)
+    placed = importlib.import_module(named.removesuffix(".py").replace("/", "."))
+    assert "events" in placed.CARRIED and "jobs" in placed.NOT_EXPORTED  # the file that places
+    assert not out.exists()
 
 
 def test_a_missing_folder_is_refused(tmp_path):

@@ -1,7 +1,7 @@
-"""`pps backup` and `pps restore` (engine/backup/archive.py). A backup runs beside a
-running server without its lock: SQLite's online backup API reads one consistent state
-while the server keeps writing. A restore writes only into an empty folder, after
-checking the whole archive; there is no restore over HTTP."""
+"""`pps backup` and `pps restore` (engine/backup/archiving.py and restoring.py). A backup
+runs beside a running server without its lock: SQLite's online backup API reads one
+consistent state while the server keeps writing. A restore writes only into an empty
+folder, after checking the whole archive; there is no restore over HTTP."""
 
 from __future__ import annotations
 
@@ -42,23 +42,24 @@ def backup(
     is re-derived after a restore (`pps replay graph`)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from engine.backup import archive
+    from engine.backup import archiving
+    from engine.backup.archive import BackupError
 
     settings = settings_for(data_dir=data_dir)
     encryption = None
     if recipient:
-        encryption = archive.Encryption(recipients=tuple(recipient))
+        encryption = archiving.Encryption(recipients=tuple(recipient))
     elif encrypt:
-        encryption = archive.Encryption(passphrase=_passphrase(confirm=True))
+        encryption = archiving.Encryption(passphrase=_passphrase(confirm=True))
     try:
         pps_version = version("pps")
     except PackageNotFoundError:
         pps_version = "unknown"
     try:
-        written = archive.create(
+        written = archiving.create(
             settings, out, entity=entity, encryption=encryption, version=pps_version
         )
-    except archive.BackupError as exc:
+    except BackupError as exc:
         fail(str(exc))
     manifest = written.manifest
     events = sum(e["events"] for e in manifest["entities"])
@@ -92,7 +93,8 @@ def restore(
     """Check every member of the archive against its manifest, then write it into an
     empty data dir (0600 files, 0700 folders). A wrong passphrase or key, a damaged or
     altered archive, or a folder that is not empty is refused, and nothing is written."""
-    from engine.backup import archive
+    from engine.backup import restoring
+    from engine.backup.archive import BackupError
 
     os.umask(0o077)
     identities = None
@@ -102,13 +104,13 @@ def restore(
         except OSError as exc:
             fail(f"cannot read {identity}: {exc.strerror or exc}")
     try:
-        restored = archive.restore(
+        restored = restoring.restore(
             archive_path,
             data_dir,
             passphrase=lambda: _passphrase(confirm=False),
             identities=identities,
         )
-    except archive.BackupError as exc:
+    except BackupError as exc:
         fail(str(exc))
     manifest = restored.manifest
     events = sum(e["events"] for e in manifest["entities"])

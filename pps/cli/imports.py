@@ -136,6 +136,6 @@ def import_openclaw(
     _import("openclaw", url, port, token_file, work)
 
 
-# `pps import export DIR`: an export of pps (engine/backup/portable.py), straight into a
+# `pps import export DIR`: an export of pps (engine/backup/importing.py), straight into a
 # data dir rather than through the client.
 app.command("export")(import_export)

@@ -1,8 +1,9 @@
-"""`pps export` and `pps import export` (engine/backup/portable.py): one entity as plain
-files (JSONL and its home's markdown) and back, into another data dir or another name.
-Both work beside a running server: the export reads one consistent snapshot, and the
-import stores through capture (SQLite takes turns between processes) and leaves the
-turns' context and vectors to the queue, which that server's workers run at once."""
+"""`pps export` and `pps import export` (engine/backup/exporting.py and importing.py):
+one entity as plain files (JSONL and its home's markdown) and back, into another data dir
+or another name. Both work beside a running server: the export reads one consistent
+snapshot, and the import stores through capture (SQLite takes turns between processes)
+and leaves the turns' context and vectors to the queue, which that server's workers run
+at once."""
 
 from __future__ import annotations
 
@@ -39,12 +40,13 @@ def export(
     summaries.jsonl, inventory.jsonl, its home's files under home/, and export.json.
     Unchanged data exports to the same bytes; over an earlier export of the same entity,
     only what changed changes."""
-    from engine.backup import portable
+    from engine.backup import exporting
+    from engine.backup.portable import ExportError
 
     settings = settings_for(data_dir=data_dir)
     try:
-        done = portable.export(settings, entity, out, version=_version())
-    except portable.ExportError as exc:
+        done = exporting.export(settings, entity, out, version=_version())
+    except ExportError as exc:
         fail(str(exc))
     counts = done.manifest["counts"]
     verb = "rewrote" if done.rewritten else "wrote"
@@ -74,7 +76,8 @@ def import_export(
     there is refused), then the search index. A new entity is created and its token is
     the only line on stdout; the report goes to stderr. Everything is checked first: a bad
     line or a conflicting file is refused with nothing written."""
-    from engine.backup import portable
+    from engine.backup import importing
+    from engine.backup.portable import ExportError
     from engine.capture import entities
     from engine.store.db import Database
     from pps.cli.entity import _forget, deliver_token
@@ -82,8 +85,8 @@ def import_export(
     os.umask(0o077)
     settings = settings_for(data_dir=data_dir)
     try:
-        plan = portable.check(settings, folder, entity)
-    except portable.ExportError as exc:
+        plan = importing.check(settings, folder, entity)
+    except ExportError as exc:
         fail(str(exc))
     if not plan.exists:
         db = Database.open(settings)
@@ -97,8 +100,8 @@ def import_export(
         finally:
             db.close()
     try:
-        done = portable.apply(settings, plan)
-    except portable.ExportError as exc:
+        done = importing.apply(settings, plan)
+    except ExportError as exc:
         fail(str(exc))
 
     def say(text: str) -> None:
