@@ -36,15 +36,15 @@ def episodes(findings: Findings, db: Database) -> None:
     ).fetchone()[0]
     covered = _covered(db, entity)
     findings.counts["episode_events"] = len(covered)
-    missing = capture_check.gone(db, (event_id for _, event_id in covered), entity)
-    broken = Counter(uuid for uuid, event_id in covered if event_id in missing)
+    lost = capture_check.gone(db, (event_id for _, event_id in covered), entity)
+    broken = Counter(uuid for uuid, event_id in covered if event_id in lost)
     waiting = [
         r[0]
         for r in db.conn.execute(
             "SELECT event_id FROM graph_pending WHERE entity = ? ORDER BY event_id", (entity,)
         )
     ]
-    missing = capture_check.gone(db, waiting)
+    left = capture_check.gone(db, waiting)
     findings.problem(
         "graph",
         "episode_events_gone",
@@ -57,7 +57,7 @@ def episodes(findings: Findings, db: Database) -> None:
     findings.problem(
         "graph",
         "pending_event_gone",
-        [i for i in waiting if i in missing],
+        [i for i in waiting if i in left],
         "an event gone from the log still waits for its episode window",
         findings.fix,
         True,
