@@ -248,11 +248,10 @@ def vectors(findings: Findings, index: Index) -> None:
 def orphan_jobs(db: Database, entity: str) -> list[int]:
     """The entity's embedding jobs (not running) that point at nothing: an embed_events
     job none of whose events is there, an embed_files job of a file the index lost."""
-    orphans = []
     jobs = store_check.jobs_of(db, entity, turns.JOB_KIND, store_check.STUCK)
     named = {i for _, _, payload in jobs for i in payload.get("event_ids", [])}
     missing = capture_check.gone(db, named, entity) if named else set()
-    orphans += [
+    orphans = [
         job_id
         for job_id, _, payload in jobs
         if all(i in missing for i in payload.get("event_ids", []))
