@@ -35,6 +35,7 @@ from pathlib import PurePosixPath
 import numpy as np
 from pydantic import BaseModel, Field
 
+from engine.capture import entities
 from engine.kernel import timestamps
 from engine.kernel.config import Settings
 from engine.search import chunks, embeddings, homes, vectors
@@ -623,7 +624,8 @@ class Index:
     # --- everything ------------------------------------------------------------------
 
     def entities(self) -> list[str]:
-        return [r[0] for r in self.db.conn.execute("SELECT name FROM entities ORDER BY name")]
+        """The entities and shared stores (`shared:<store>`) the index keeps, by name."""
+        return entities.index_keys(self.db)
 
     def drop_vectors(self, entity: str) -> None:
         """Forget every vector of the entity, of any model (to embed all again)."""
