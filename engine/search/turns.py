@@ -27,7 +27,8 @@ from datetime import datetime
 
 from engine.capture import events
 from engine.search import embeddings
-from engine.search.index import Index, content_hash, embed_hash
+from engine.search.chunk_store import content_hash, embed_hash
+from engine.search.index import Index
 from engine.store import queue
 
 JOB_KIND = "embed_events"
