@@ -18,7 +18,7 @@ import math
 import re
 import sqlite3
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import (
@@ -464,17 +464,14 @@ def turns_beside(
     return [*reversed(before), turn, *later]
 
 
-def turn_ids(conn: sqlite3.Connection, entity: str, after: int, limit: int) -> list[int]:
-    """The ids of the entity's turns after the event id `after`, in id order, at most
-    `limit` of them."""
-    return [
-        r[0]
-        for r in conn.execute(
-            f"SELECT id FROM events WHERE entity = ? AND id > ? AND {turns_only()}"
-            " ORDER BY id LIMIT ?",
-            (entity, after, limit),
-        )
-    ]
+def turn_ids(conn: sqlite3.Connection, entity: str) -> Iterator[int]:
+    """The ids of the entity's turns, in no order that means anything, read as they are
+    consumed (one pass over the index events_by_type, as plain tuples: a million turns
+    are neither held nor made into rows)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    cursor.execute(f"SELECT id FROM events WHERE entity = ? AND {turns_only()}", (entity,))
+    return (row[0] for row in cursor)
 
 
 def said(conn: sqlite3.Connection, entity: str, ids: list[int]) -> dict[int, sqlite3.Row]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime
+from itertools import islice
 
 from engine.capture import events
 from engine.search import embeddings
@@ -33,6 +34,7 @@ from engine.store import queue
 
 JOB_KIND = "embed_events"
 _CONTEXT_BATCH = 200
+_BACKFILL_PAGE = 5_000  # turns a backfill looks at a query: it runs at every rescan
 
 
 def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int], enqueue=True) -> None:
@@ -87,28 +89,26 @@ def add_context(index: Index, entity: str, event_ids: list[int]) -> None:
 
 def backfill(index: Index, entity: str, batch: int = 500) -> int:
     """Admit events stored before the index held turns (or after it was dropped), with
-    their context; vectors follow from `Index.embed_missing`."""
-    done, after = 0, 0
-    while True:
-        ids = events.turn_ids(index.db.conn, entity, after, batch)
-        if not ids:
-            return done
-        after = ids[-1]
-        indexed = {
+    their context; vectors follow from `Index.embed_missing`. Capture's turns are looked
+    up in the index a page at a time (this runs at every rescan), then the missing ones
+    admitted `batch` at a time, oldest first."""
+    every, missing = events.turn_ids(index.db.conn, entity), []
+    while page := list(islice(every, _BACKFILL_PAGE)):
+        missing += [
             r[0]
             for r in index.db.conn.execute(
-                "SELECT event_id FROM search_chunks WHERE event_id IN"
-                " (SELECT value FROM json_each(?))",
-                (json.dumps(ids),),
+                "SELECT value FROM json_each(?) WHERE NOT EXISTS"
+                " (SELECT 1 FROM search_chunks WHERE event_id = value)",
+                (json.dumps(page),),
             )
-        }
-        missing = [i for i in ids if i not in indexed]
-        if not missing:
-            continue
+        ]
+    missing.sort()
+    for start in range(0, len(missing), batch):
+        admitting = missing[start : start + batch]
         with index.db.write() as conn:
-            admit(conn, entity, missing, enqueue=False)
-        add_context(index, entity, missing)
-        done += len(missing)
+            admit(conn, entity, admitting, enqueue=False)
+        add_context(index, entity, admitting)
+    return len(missing)
 
 
 def handler(index: Index):
