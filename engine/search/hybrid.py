@@ -543,8 +543,8 @@ def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
     rows = {
         row["id"]: row
         for row in index.db.conn.execute(
-            "SELECT id, kind, superseded, event_id, body FROM search_chunks"
-            " WHERE id IN (SELECT value FROM json_each(?)) AND +entity = ?",
+            f"SELECT id, kind, superseded, event_id, {'body' if wanted else 'NULL AS body'}"
+            " FROM search_chunks WHERE id IN (SELECT value FROM json_each(?)) AND +entity = ?",
             (json.dumps([i for i, _ in ranked]), entity),
         )
     }
