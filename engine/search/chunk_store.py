@@ -8,9 +8,9 @@ renamed one), so an edit costs one embedding per changed chunk. When the model c
 load, chunks are stored without vectors (BM25 still finds them) and `embed_missing`
 fills them in later. Every change is applied, in its transaction, to the generation
 counter and to the cache of matrices (engine/search/vectors.py); a transaction that fails
-drops the entity's matrix, to be loaded again. `ChunkStore` is what the index
-(engine/search/index.py, which keeps the chunks in step with the homes' files and turns)
-stands on.
+drops the entity's matrix, to be loaded again. `ChunkStore` is what the index stands
+on: engine/search/index.py keeps the chunks in step with the homes' files, and
+engine/search/turns.py with the captured turns.
 """
 
 from __future__ import annotations
