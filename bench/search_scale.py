@@ -45,8 +45,9 @@ from engine.capture import entities
 from engine.kernel.config import Settings
 from engine.search import hybrid as search
 from engine.search import turns, vectors
+from engine.search.chunk_store import content_hash
 from engine.search.hybrid import SearchRequest
-from engine.search.index import Index, content_hash
+from engine.search.index import Index
 from engine.store.db import Database
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo10"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from engine.crystal import summarize
 from engine.graph import curator, episodes, texture
 from engine.kernel.config import Settings
-from engine.search import embeddings, rerank, turns, watch
+from engine.search import rerank, turns, watch
 from engine.search.index import FILE_EMBED_JOB, Index, file_embed_handler
 from engine.store import queue
 from engine.store.db import Database
@@ -33,7 +33,6 @@ class Runtime:
         self.workers = queue.Workers(db, queue.Policy.from_settings(settings))
         # Search (layer 2 and the longform tier): the index with its vectors in memory, the
         # keeper that follows the homes' files, and the workers embedding captured turns.
-        embeddings.configure(settings)
         self.index = Index(settings, db)
         self.keeper = watch.Keeper(self.index)
         self.workers.add(turns.JOB_KIND, turns.handler(self.index))

@@ -11,7 +11,7 @@ import threading
 from engine.capture import entities
 from engine.kernel.config import Settings
 from engine.search import embeddings
-from engine.search.index import embed_text
+from engine.search.chunk_store import embed_text
 from engine.store.db import Database
 from tests.conftest import AppServer, connect, wait_for
 from tests.searching import search, texts, write

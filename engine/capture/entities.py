@@ -114,3 +114,12 @@ def _new_token(prefix: str = TOKEN_PREFIX) -> str:
 
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+# Asked by search: the names its index keeps an index for (capture owns `entities`).
+
+
+def index_keys(db: Database) -> list[str]:
+    """Every name in the entities table, by name: the entities and the index keys that
+    are not entities (a shared store's `shared:<name>`, see RESERVED)."""
+    return [r[0] for r in db.conn.execute("SELECT name FROM entities ORDER BY name")]

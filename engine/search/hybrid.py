@@ -37,6 +37,7 @@ from pydantic import (
     model_serializer,
 )
 
+from engine.capture import events
 from engine.capture.words import any_of, keywords
 from engine.kernel import timestamps
 from engine.kernel.errors import InputError
@@ -540,30 +541,30 @@ def _adjusted(index, entity, ranked, query: str) -> list[tuple[float, int]]:
     wanted = identifiers(query)
     asked = _words(query)
     rows = {
-        row[0]: row
+        row["id"]: row
         for row in index.db.conn.execute(
-            "SELECT c.id, c.kind, c.superseded, e.author,"
-            f" {'COALESCE(e.content, c.body)' if wanted else 'NULL'},"
-            " length(trim(e.content)) - length(replace(trim(e.content), ' ', '')) + 1"
-            " FROM search_chunks c"
-            " LEFT JOIN events e ON e.id = c.event_id"
-            " WHERE c.id IN (SELECT value FROM json_each(?)) AND +c.entity = ?",
+            f"SELECT id, kind, superseded, event_id, {'body' if wanted else 'NULL AS body'}"
+            " FROM search_chunks WHERE id IN (SELECT value FROM json_each(?)) AND +entity = ?",
             (json.dumps([i for i, _ in ranked]), entity),
         )
     }
+    said = _said(index, entity, rows.values())
     scored = []
     for chunk_id, fused in ranked:
         row = rows.get(chunk_id)
         if row is None:
             continue
-        score = fused * KIND_WEIGHTS.get(row[1], 1.0)
-        if row[2]:
+        turn = said.get(row["event_id"])  # None for a file chunk
+        score = fused * KIND_WEIGHTS.get(row["kind"], 1.0)
+        if row["superseded"]:
             score *= SUPERSEDED_FACTOR
-        if row[5] is not None and row[5] < CHATTER_WORDS:
+        text = turn["content"] if turn is not None else row["body"]
+        if turn is not None and text.strip(" ").count(" ") + 1 < CHATTER_WORDS:  # words
             score *= CHATTER_FACTOR
-        if wanted and any(token in row[4] for token in wanted):
+        if wanted and any(token in text for token in wanted):
             score += IDENTIFIER_BOOST
-        if row[3] and (author := _words(row[3])).strip() and author in asked:
+        author = turn["author"] if turn is not None else None
+        if author and (author := _words(author)).strip() and author in asked:
             score += AUTHOR_BOOST
         scored.append((min(max(score, 0.0), 1.0), chunk_id))
     scored.sort(key=lambda item: -item[0])
@@ -604,17 +605,32 @@ def _words(text: str) -> str:
 
 
 def _rows(index, entity, ids: list[int]) -> dict:
-    return {
-        row["id"]: row
+    """Each chunk's row with its file's path, and for a turn its event_uid, author,
+    content and created_at (None for a file chunk)."""
+    rows = {
+        row["id"]: dict(row)
         for row in index.db.conn.execute(
-            "SELECT c.*, f.path, e.event_uid, e.author, e.content, e.created_at"
-            " FROM search_chunks c"
+            "SELECT c.*, f.path FROM search_chunks c"
             " LEFT JOIN search_files f ON f.id = c.file_id"
-            " LEFT JOIN events e ON e.id = c.event_id"
             " WHERE c.id IN (SELECT value FROM json_each(?)) AND +c.entity = ?",
             (json.dumps(ids), entity),
         )
     }
+    said = _said(index, entity, rows.values())
+    for row in rows.values():
+        turn = said.get(row["event_id"])
+        row.update({key: turn[key] if turn else None for key in _SAID})
+    return rows
+
+
+_SAID = ("event_uid", "author", "content", "created_at")
+
+
+def _said(index, entity, rows) -> dict:
+    """What capture holds of the turns among these chunk rows: event id -> its row."""
+    return events.said(
+        index.db.conn, entity, [r["event_id"] for r in rows if r["event_id"] is not None]
+    )
 
 
 def _result(row, text: str, score: float, excerpt_chars: int) -> SearchResult:

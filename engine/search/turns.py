@@ -24,22 +24,23 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime
+from itertools import islice
 
-from engine.capture.markers import turns_only
+from engine.capture import events
 from engine.search import embeddings
-from engine.search.index import Index, content_hash, embed_hash
+from engine.search.chunk_store import content_hash, embed_hash
+from engine.search.index import Index
 from engine.store import queue
 
 JOB_KIND = "embed_events"
 _CONTEXT_BATCH = 200
-_COLUMNS = "id, entity, channel, author, content, session_id, created_at"
-_TURN = turns_only()
+_BACKFILL_PAGE = 5_000  # turns a backfill looks at a query: it runs at every rescan
 
 
 def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int], enqueue=True) -> None:
     """Index newly stored events by their own words (inside the transaction that stored
     them) and enqueue one job for their context and vectors. Markers are left out."""
-    found = _events(conn, event_ids)
+    found = events.turns_among(conn, event_ids)
     if not found:
         return
     rows = []
@@ -75,8 +76,8 @@ def add_context(index: Index, entity: str, event_ids: list[int]) -> None:
     for start in range(0, len(event_ids), _CONTEXT_BATCH):
         with index.db.write() as conn:
             contexts: dict[int, str] = {}
-            for event in _events(conn, event_ids[start : start + _CONTEXT_BATCH]):
-                window = _neighbourhood(conn, event, 2 * reach)
+            for event in events.turns_among(conn, event_ids[start : start + _CONTEXT_BATCH]):
+                window = events.turns_beside(conn, event, 2 * reach)
                 at = next(i for i, e in enumerate(window) if e["id"] == event["id"])
                 for i in range(max(0, at - reach), min(len(window), at + reach + 1)):
                     contexts[window[i]["id"]] = _context(window, i, reach)
@@ -88,24 +89,26 @@ def add_context(index: Index, entity: str, event_ids: list[int]) -> None:
 
 def backfill(index: Index, entity: str, batch: int = 500) -> int:
     """Admit events stored before the index held turns (or after it was dropped), with
-    their context; vectors follow from `Index.embed_missing`."""
-    done = 0
-    while True:
-        ids = [
+    their context; vectors follow from `Index.embed_missing`. Capture's turns are looked
+    up in the index a page at a time (this runs at every rescan), then the missing ones
+    admitted `batch` at a time, oldest first."""
+    every, missing = events.turn_ids(index.db.conn, entity), []
+    while page := list(islice(every, _BACKFILL_PAGE)):
+        missing += [
             r[0]
             for r in index.db.conn.execute(
-                f"SELECT e.id FROM events e WHERE e.entity = ? AND {turns_only('e.')}"
-                " AND NOT EXISTS (SELECT 1 FROM search_chunks c WHERE c.event_id = e.id)"
-                " ORDER BY e.id LIMIT ?",
-                (entity, batch),
+                "SELECT value FROM json_each(?) WHERE NOT EXISTS"
+                " (SELECT 1 FROM search_chunks WHERE event_id = value)",
+                (json.dumps(page),),
             )
         ]
-        if not ids:
-            return done
+    missing.sort()
+    for start in range(0, len(missing), batch):
+        admitting = missing[start : start + batch]
         with index.db.write() as conn:
-            admit(conn, entity, ids, enqueue=False)
-        add_context(index, entity, ids)
-        done += len(ids)
+            admit(conn, entity, admitting, enqueue=False)
+        add_context(index, entity, admitting)
+    return len(missing)
 
 
 def handler(index: Index):
@@ -146,46 +149,14 @@ def with_previous(conn, event_ids: list[int]) -> dict[int, str]:
     reranker reads them so). A turn after the same author's own is read alone: it
     continues, and the turn before would lend it words it does not say."""
     read = {}
-    for event in _events(conn, event_ids):
-        window = _neighbourhood(conn, event, 1, after=False)
+    for event in events.turns_among(conn, event_ids):
+        window = events.turns_beside(conn, event, 1, after=False)
         if len(window) == 2 and window[0]["author"] == event["author"]:
             window = window[1:]
         read[event["id"]] = "\n".join(
             f"{e['author']}: {e['content']}" if e["author"] else e["content"] for e in window
         )
     return read
-
-
-def _events(conn, ids: list[int]) -> list[sqlite3.Row]:
-    """The turns among these events (markers are not), in time order."""
-    return conn.execute(
-        f"SELECT {_COLUMNS} FROM events WHERE id IN (SELECT value FROM json_each(?))"
-        f" AND {_TURN} ORDER BY created_at, id",
-        (json.dumps(ids),),
-    ).fetchall()
-
-
-def _neighbourhood(conn, event, reach: int, after: bool = True) -> list[sqlite3.Row]:
-    """The event with up to `reach` turns before and (unless `after` is false) after it
-    in its conversation: the same session, or the same channel for events without a
-    session."""
-    if event["session_id"] is not None:
-        same, key = "session_id = ?", event["session_id"]
-    else:
-        same, key = "session_id IS NULL AND channel = ?", event["channel"]
-    where = f"entity = ? AND {same} AND {_TURN}"
-    at = (event["created_at"], event["id"])
-    before = conn.execute(
-        f"SELECT {_COLUMNS} FROM events WHERE {where} AND (created_at, id) < (?, ?)"
-        " ORDER BY created_at DESC, id DESC LIMIT ?",
-        (event["entity"], key, *at, reach),
-    ).fetchall()
-    later = conn.execute(
-        f"SELECT {_COLUMNS} FROM events WHERE {where} AND (created_at, id) > (?, ?)"
-        " ORDER BY created_at, id LIMIT ?",
-        (event["entity"], key, *at, reach if after else 0),
-    ).fetchall()
-    return [*reversed(before), event, *later]
 
 
 def _context(window: list[sqlite3.Row], i: int, reach: int) -> str:
