@@ -421,3 +421,16 @@ def _decode_cursor(cursor: str) -> tuple[str, int]:
         raise InputError.of("cursor", "not a cursor this service gave out")
     created_at, event_id = cursor.rsplit("_", 1)
     return created_at, int(event_id)
+
+
+# Asked by recall: the roles of the turns a search found (a search result carries only the
+# author).
+def roles(db: Database, entity: str, uids: list[str]) -> dict[str, str | None]:
+    """The role of each of these events of the entity's (uids it has not stored are left
+    out)."""
+    rows = db.conn.execute(
+        "SELECT event_uid, role FROM events WHERE entity = ?"
+        " AND event_uid IN (SELECT value FROM json_each(?))",
+        (entity, json.dumps(uids)),
+    )
+    return dict(rows.fetchall())
