@@ -220,7 +220,7 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
     return results, manifest
 
 
-def _embed_once(index, context: str):
+def _embed_once(index: Index, context: str) -> tuple[Any, str | None]:
     """The context as a vector, for every layer that ranks by meaning, or None and why
     not when the model cannot run now, or is still loading (those layers then rank by
     words): a recall never waits for the model."""
@@ -278,7 +278,7 @@ def _timed(layer: Layer) -> tuple[list[Item], float]:
     return found, round((time.perf_counter() - began) * 1000, 1)
 
 
-def _recent_elsewhere(db, entity: str, request: RecallRequest) -> list[Event]:
+def _recent_elsewhere(db: Database, entity: str, request: RecallRequest) -> list[Event]:
     """The newest turns of each other channel (the caller's own channel and session are
     in its context already), at most a few per channel, from the entity's latest
     activity; never markers, never the events being answered."""
@@ -302,7 +302,7 @@ def _recent_elsewhere(db, entity: str, request: RecallRequest) -> list[Event]:
     return found[: request.limit_per_layer]
 
 
-def _named_things(db, entity: str, context: str) -> list[Item]:
+def _named_things(db: Database, entity: str, context: str) -> list[Item]:
     """Inventory items and spaces whose names the context mentions."""
     lowered = context.lower()
     found = []

@@ -10,6 +10,7 @@ from engine.inventory import items as inventory
 from engine.recall.shapes import Item
 from engine.search import chunks
 from engine.search import hybrid as search
+from engine.search.homes import Home
 
 
 def search_item(layer: str, result: search.SearchResult, roles: dict | None = None) -> Item:
@@ -79,7 +80,7 @@ def space_item(view: inventory.SpaceView, layer: str = "space") -> Item:
     return Item(layer=layer, text=text, score=1.0, source={"space": view.space.name})
 
 
-def read(home, relative: str) -> str:
+def read(home: Home, relative: str) -> str:
     """A file's text without its front matter (which is metadata, not memory)."""
     try:
         lines = home.path(relative).read_text(encoding="utf-8", errors="replace").splitlines()

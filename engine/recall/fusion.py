@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-from engine.recall.shapes import Dropped, Item
+from engine.recall.shapes import Dropped, Item, Reason
 
 RANK_K = 10
 CHARS_PER_TOKEN = 4
@@ -32,14 +32,16 @@ def fuse(results: dict[str, list[Item]], dropped: list[Dropped] | None = None) -
     score: word-photos and turns are scored alike, by the search service."""
     best_possible = 1.0 / (RANK_K + 1)
     fused: dict[str, Item] = {}
+    own: dict[int, float] = {}  # each item's score in its own layer, for ties
     for layer, items in results.items():
         top = max((item.score for item in items), default=0.0) or 1.0
         for rank, item in enumerate(sorted(items, key=lambda i: -i.score)):
             relative = item.score / top
             rank_part = WEIGHTS.get(layer, 0.5) / (RANK_K + 1 + rank) / best_possible
             score = round(rank_part * (0.25 + 0.75 * relative), 4)
+            own[id(item)] = round(item.score, 4)
             item.signals = {
-                "layer_score": round(item.score, 4),
+                "layer_score": own[id(item)],
                 "layer_rank": float(rank + 1),
                 "layer_weight": WEIGHTS.get(layer, 0.5),
                 "fused": score,
@@ -55,7 +57,7 @@ def fuse(results: dict[str, list[Item]], dropped: list[Dropped] | None = None) -
                 kept = fused[key]
                 why = f"the same memory as a better {kept.layer} item (score {kept.score})"
                 dropped += left_behind([loser], [], "duplicate", why)
-    return sorted(fused.values(), key=lambda i: (-i.score, -i.signals["layer_score"]))
+    return sorted(fused.values(), key=lambda i: (-i.score, -own[id(i)]))
 
 
 def trim(items: list[Item], max_tokens: int) -> list[Item]:
@@ -68,7 +70,9 @@ def trim(items: list[Item], max_tokens: int) -> list[Item]:
     return chosen
 
 
-def left_behind(before: list[Item], after: list[Item], reason, detail: str) -> list[Dropped]:
+def left_behind(
+    before: list[Item], after: list[Item], reason: Reason, detail: str
+) -> list[Dropped]:
     """The items of `before` that `after` does not hold, as dropped for `reason`."""
     kept = {id(item) for item in after}
     return [

@@ -49,7 +49,8 @@ class LogQuery(Request):
 def entries(db: Database, entity: str, ask: LogQuery) -> Log:
     """The newest recall log entries, for audits (what surfaced, why, how fast), filtered
     by id, channel or the text of their context (any case)."""
-    where, params = ["entity = ?"], [entity]
+    where: list[str] = ["entity = ?"]
+    params: list[Any] = [entity]
     if ask.id is not None:
         where.append("id = ?")
         params.append(ask.id)

@@ -62,6 +62,10 @@ class LayerReport(BaseModel):
     detail: str | None = None
 
 
+Reason = Literal["duplicate", "max_tokens", "max_chars"]
+"""Why fusion dropped an item: a better item is the same memory, or it is past a budget."""
+
+
 class Dropped(BaseModel):
     """An item a layer found that the answer does not hold, and why (with `trace`)."""
 
@@ -69,7 +73,7 @@ class Dropped(BaseModel):
     text: str
     score: float
     source: dict[str, Any]
-    reason: Literal["duplicate", "max_tokens", "max_chars"]
+    reason: Reason
     detail: str
 
 
