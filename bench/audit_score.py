@@ -25,7 +25,8 @@ import statistics
 
 from engine.kernel.config import Settings
 from engine.recall import audit
-from engine.recall.ambient import RecallRequest, recall
+from engine.recall.ambient import recall
+from engine.recall.shapes import RecallRequest
 from engine.runtime import Runtime
 from engine.store.db import Database
 from engine.store.lock import SERVE, DataDirLock

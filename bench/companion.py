@@ -83,6 +83,7 @@ from engine.capture import entities
 from engine.capture import events as capture
 from engine.kernel.config import Settings
 from engine.recall import ambient
+from engine.recall.shapes import RecallRequest
 from engine.runtime import CAPTURE_LISTENERS, Runtime
 from engine.search import hybrid as search
 from engine.search.hybrid import SearchRequest
@@ -326,7 +327,7 @@ def ask_recall(runtime: Runtime, corpus: Corpus, questions: list[Question]) -> l
         if q.kind not in UNFILTERED:
             continue
         started = time.perf_counter()
-        found = ambient.recall(runtime, q.entity, ambient.RecallRequest(context=q.text))
+        found = ambient.recall(runtime, q.entity, RecallRequest(context=q.text))
         latency = (time.perf_counter() - started) * 1000
         sources = [item.source for item in found.items]
         refs = [

@@ -34,7 +34,8 @@ from engine.capture import entities
 from engine.crystal import crystals, summaries
 from engine.inventory import items as inventory
 from engine.kernel.config import Settings
-from engine.recall.ambient import RecallRequest, recall
+from engine.recall.ambient import recall
+from engine.recall.shapes import RecallRequest
 from engine.runtime import Runtime
 from engine.search import anchors
 from engine.store.db import Database

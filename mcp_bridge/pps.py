@@ -16,6 +16,7 @@ from engine.crystal import crystals, summaries, summarize
 from engine.graph import texture
 from engine.inventory import items as inventory
 from engine.recall import ambient as recall
+from engine.recall.shapes import RecallRequest
 from engine.search import anchors, homes
 from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, Profile, caller, tool_errors
 
@@ -54,7 +55,7 @@ def ambient_recall(
     status; trace=true shows why each item surfaced."""
     me = caller(ctx)
     with tool_errors():
-        request = recall.RecallRequest(
+        request = RecallRequest(
             context=context,
             limit_per_layer=limit_per_layer,
             channel=channel,

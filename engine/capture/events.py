@@ -485,3 +485,16 @@ def said(conn: sqlite3.Connection, entity: str, ids: list[int]) -> dict[int, sql
             (json.dumps(ids), entity),
         )
     }
+
+
+# Asked by recall: the roles of the turns a search found (a search result carries only the
+# author).
+def roles(db: Database, entity: str, uids: list[str]) -> dict[str, str | None]:
+    """The role of each of these events of the entity's (uids it has not stored are left
+    out)."""
+    rows = db.conn.execute(
+        "SELECT event_uid, role FROM events WHERE entity = ?"
+        " AND event_uid IN (SELECT value FROM json_each(?))",
+        (entity, json.dumps(uids)),
+    )
+    return dict(rows.fetchall())

@@ -1,4 +1,4 @@
-"""What a recall request may hold, as plain numbers: engine.recall.ambient.RecallRequest
+"""What a recall request may hold, as plain numbers: engine.recall.shapes.RecallRequest
 declares its fields with them, and a client (the Claude Code hooks) cuts what it sends
 to them without loading the engine's models."""
 

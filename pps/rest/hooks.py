@@ -23,7 +23,7 @@ from engine.kernel.config import Settings
 from engine.kernel.errors import InputError
 from engine.kernel.requests import NOT_BLANK
 from engine.recall import ambient as recall
-from engine.recall.ambient import RecallRequest
+from engine.recall.shapes import RecallRequest
 from engine.runtime import Runtime
 from engine.store.db import Database
 from ingest import claude_code

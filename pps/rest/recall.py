@@ -6,8 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from engine.recall import ambient as recall
-from engine.recall.ambient import Log, LogQuery, Recall, RecallRequest
+from engine.recall import ambient, log
+from engine.recall.log import Log, LogQuery
+from engine.recall.shapes import Recall, RecallRequest
 from pps.rest.deps import DB, AppRuntime, CurrentEntity
 
 router = APIRouter(prefix="/v1/recall", tags=["recall"])
@@ -15,9 +16,9 @@ router = APIRouter(prefix="/v1/recall", tags=["recall"])
 
 @router.post("", summary='Every layer in one call: "startup", or the moment to recall for')
 def ambient_recall(body: RecallRequest, entity: CurrentEntity, runtime: AppRuntime) -> Recall:
-    return recall.recall(runtime, entity, body)
+    return ambient.recall(runtime, entity, body)
 
 
 @router.get("/log", summary="What recent recalls surfaced and why (when PPS_RECALL_LOG is on)")
 def recall_log(query: Annotated[LogQuery, Query()], entity: CurrentEntity, db: DB) -> Log:
-    return recall.log_entries(db, entity, query)
+    return log.entries(db, entity, query)

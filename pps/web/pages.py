@@ -36,8 +36,10 @@ from engine.kernel.errors import (
 from engine.llm import budget
 from engine.recall import ambient as recall
 from engine.recall import audit
-from engine.recall.ambient import LogQuery, RecallRequest
+from engine.recall import log as recall_log
 from engine.recall.audit import DrawQuery, JudgmentIn, Precision, PrecisionQuery
+from engine.recall.log import LogQuery
+from engine.recall.shapes import RecallRequest
 from engine.search import hybrid
 from engine.search.hybrid import SearchRequest
 from engine.store import queue
@@ -310,7 +312,7 @@ def newest_events(
 
 
 def _recall_log(db, entity: str, channel: str | None, contains: str | None):
-    return recall.log_entries(
+    return recall_log.entries(
         db, entity, LogQuery(limit=50, channel=_blank(channel), contains=_blank(contains))
     ).entries
 
@@ -327,7 +329,7 @@ def recall_page(
 ) -> Response:
     entry = None
     if log is not None:
-        picked = recall.log_entries(db, session.entity, LogQuery(id=log, limit=1)).entries
+        picked = recall_log.entries(db, session.entity, LogQuery(id=log, limit=1)).entries
         if not picked:
             raise NotFound(f"no logged recall {log}")
         entry = picked[0]
