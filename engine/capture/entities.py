@@ -114,3 +114,12 @@ def _new_token(prefix: str = TOKEN_PREFIX) -> str:
 
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+# Asked by faces: `pps entity create` and `pps import` take back an entity whose token
+# could not be delivered, without SQL of their own.
+def forget_undelivered(db: Database, name: str) -> None:
+    """Remove an entity just created whose token could not be delivered (nothing can
+    refer to it yet: nobody has its token)."""
+    with db.write() as conn:
+        conn.execute("DELETE FROM entities WHERE name = ?", (name,))

@@ -13,7 +13,6 @@ from typing import Annotated
 import typer
 
 from engine.kernel.errors import NotFound, Unavailable
-from engine.store.db import Database
 from pps.cli.check import _graph
 from pps.cli.options import DataDir, EntityOpt, fail, graph_entities
 
@@ -60,7 +59,8 @@ def merge(
     """Merge each group of duplicates into the node with the most facts (then the
     oldest): every fact re-pointed with its provenance, nothing lost. Asks first, unless
     --yes; --dry-run only shows what would change."""
-    from engine.graph import curator
+    from engine.graph import curator, episodes
+    from engine.store import queue
 
     settings, db, names = graph_entities(entity, data_dir, "curate")
     done = {}
@@ -75,7 +75,7 @@ def merge(
                     typer.echo(f"{name}: {plan.nodes_merged} nodes would be merged:")
                     _show(plan.groups)
                     typer.confirm(f"merge them in the graph of {name}?", abort=True)
-                busy = _extracting(db, name)
+                busy = queue.running(db, name, episodes.JOB_KIND)
                 if busy:
                     fail(
                         f"{name}: {busy} episodes are being extracted into the graph now;"
@@ -97,16 +97,6 @@ def merge(
         )
         if result.dry_run:
             _show(result.groups)
-
-
-def _extracting(db: Database, entity: str) -> int:
-    """Graph episodes of the entity being extracted now (by a running server)."""
-    from engine.graph import episodes
-
-    return db.conn.execute(
-        "SELECT COUNT(*) FROM jobs WHERE entity = ? AND kind = ? AND state = 'running'",
-        (entity, episodes.JOB_KIND),
-    ).fetchone()[0]
 
 
 def _show(groups) -> None:
