@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from pps.cli.options import DataDir, TokenFile, fail, settings_for
+from pps.cli.options import DataDir, TokenFile, engine_errors, fail, settings_for
 
 app = typer.Typer(help="Create entities and manage their tokens.", no_args_is_help=True)
 
@@ -51,20 +51,15 @@ def _issue_token(service, name: str, data_dir: Path | None, token_file: Path | N
     new entity is removed again; a rotated token is printed all the same, since the old
     one no longer works."""
     from engine.capture import entities
-    from engine.kernel.errors import Conflict, InputError, NotFound
     from engine.store.db import Database
 
     db = Database.open(settings_for(data_dir=data_dir))
-    try:
+    with engine_errors():
         entities.check_name(name)
-    except InputError as exc:
-        fail(str(exc))
 
     def issue() -> str:
-        try:
+        with engine_errors():
             return service(db, name)
-        except (InputError, Conflict, NotFound) as exc:
-            fail(str(exc))
 
     created = service is entities.create
     undo = (

@@ -12,9 +12,8 @@ from typing import Annotated
 
 import typer
 
-from engine.kernel.errors import NotFound, Unavailable
 from pps.cli.check import _graph
-from pps.cli.options import DataDir, EntityOpt, fail, graph_entities
+from pps.cli.options import DataDir, EntityOpt, engine_errors, fail, graph_entities
 
 app = typer.Typer(help="Upkeep of the knowledge graph (layer 3).", no_args_is_help=True)
 
@@ -31,10 +30,8 @@ def duplicates(entity: EntityOpt = None, as_json: AsJson = False, data_dir: Data
     found = {}
     with _graph(settings, db) as graph:
         for name in names:
-            try:
+            with engine_errors():
                 found[name] = curator.duplicates(graph, settings, name)
-            except (NotFound, Unavailable) as exc:
-                fail(str(exc))
     if as_json:
         typer.echo(_json(found))
         return
@@ -66,7 +63,7 @@ def merge(
     done = {}
     with _graph(settings, db) as graph:
         for name in names:
-            try:
+            with engine_errors():
                 plan = curator.merge_duplicates(graph, settings, name, dry_run=True)
                 if dry_run or not plan.groups:
                     done[name] = plan
@@ -83,8 +80,6 @@ def merge(
                         " (POST /v1/texture/duplicates/merge), which waits for them"
                     )
                 done[name] = curator.merge_duplicates(graph, settings, name, dry_run=False)
-            except (NotFound, Unavailable) as exc:
-                fail(str(exc))
     if as_json:
         typer.echo(_json(done))
         return

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from engine.recall import ambient as recall
 from engine.recall.ambient import Log, LogQuery, Recall, RecallRequest
-from pps.rest.deps import DB, AppRuntime, CurrentEntity
+from pps.http.deps import DB, AppRuntime, CurrentEntity
 
 router = APIRouter(prefix="/v1/recall", tags=["recall"])
 

@@ -19,10 +19,10 @@ from engine.kernel.errors import InputError
 from engine.search import anchors, fragments, homes
 from engine.search.anchors import AnchorIn
 from engine.search.fragments import FragmentIn
-from pps.rest.deps import DB, AppSettings, SearchIndex
+from pps.http.deps import DB, AppSettings, SearchIndex
 from pps.web import guard
 from pps.web.guard import SignedIn, Write
-from pps.web.pages import _blank, pages, render
+from pps.web.render import blank, page_router, render
 
 TABS = (
     ("anchors", "Word-photos"),
@@ -47,6 +47,8 @@ DONE = {
     "space-changed": "Space changed.",
 }
 
+router = page_router()
+
 
 def _tags(text: str) -> list[str]:
     return [tag.strip() for tag in text.split(",") if tag.strip()]
@@ -58,7 +60,7 @@ def _back(tab: str, done: str, **more: str) -> Response:
     return guard.harden(RedirectResponse(target, status_code=303))
 
 
-@pages.get("/memory")
+@router.get("/memory")
 def memory_page(
     request: Request,
     session: SignedIn,
@@ -111,7 +113,7 @@ def memory_page(
 # --- word-photos ---
 
 
-@pages.post("/memory/anchors")
+@router.post("/memory/anchors")
 def anchor_save(
     session: Write,
     index: SearchIndex,
@@ -123,7 +125,7 @@ def anchor_save(
     return _back("anchors", "anchor-saved")
 
 
-@pages.post("/memory/anchors/edit")
+@router.post("/memory/anchors/edit")
 def anchor_edit(
     session: Write,
     index: SearchIndex,
@@ -137,7 +139,7 @@ def anchor_edit(
     return _back("anchors", "anchor-edited")
 
 
-@pages.post("/memory/anchors/delete")
+@router.post("/memory/anchors/delete")
 def anchor_delete(
     session: Write, index: SearchIndex, name: Annotated[str, Form()] = ""
 ) -> Response:
@@ -148,7 +150,7 @@ def anchor_delete(
 # --- fragments ---
 
 
-@pages.post("/memory/fragments")
+@router.post("/memory/fragments")
 def fragment_store(
     session: Write,
     index: SearchIndex,
@@ -164,7 +166,7 @@ def fragment_store(
 # --- crystals ---
 
 
-@pages.post("/memory/crystals")
+@router.post("/memory/crystals")
 def crystal_write(
     session: Write, settings: AppSettings, content: Annotated[str, Form()] = ""
 ) -> Response:
@@ -173,7 +175,7 @@ def crystal_write(
     return _back("crystals", "crystal-written")
 
 
-@pages.post("/memory/crystals/delete-latest")
+@router.post("/memory/crystals/delete-latest")
 def crystal_take_back(session: Write, settings: AppSettings) -> Response:
     home = homes.home_for(settings, session.entity).root
     crystals.delete_latest(home, keep=settings.crystal_keep)
@@ -183,7 +185,7 @@ def crystal_take_back(session: Write, settings: AppSettings) -> Response:
 # --- summaries ---
 
 
-@pages.post("/memory/summaries")
+@router.post("/memory/summaries")
 def summary_store(
     session: Write,
     db: DB,
@@ -199,7 +201,7 @@ def summary_store(
 # --- inventory and spaces ---
 
 
-@pages.post("/memory/inventory")
+@router.post("/memory/inventory")
 def item_save(
     session: Write,
     db: DB,
@@ -212,26 +214,26 @@ def item_save(
     ask = ItemIn(
         name=name,
         category=category,
-        subcategory=_blank(subcategory),
+        subcategory=blank(subcategory),
         description=description,
-        space=_blank(space),
+        space=blank(space),
     )
     inventory.add(db, session.entity, ask)
     return _back("inventory", "item-saved")
 
 
-@pages.post("/memory/inventory/delete")
+@router.post("/memory/inventory/delete")
 def item_delete(
     session: Write,
     db: DB,
     name: Annotated[str, Form()] = "",
     category: Annotated[str, Form()] = "",
 ) -> Response:
-    inventory.delete(db, session.entity, ItemRef(name=name, category=_blank(category)))
+    inventory.delete(db, session.entity, ItemRef(name=name, category=blank(category)))
     return _back("inventory", "item-deleted")
 
 
-@pages.post("/memory/spaces")
+@router.post("/memory/spaces")
 def space_add(
     session: Write,
     db: DB,
@@ -239,12 +241,12 @@ def space_add(
     description: Annotated[str, Form()] = "",
     channel: Annotated[str, Form()] = "",
 ) -> Response:
-    ask = SpaceIn(name=name, description=description, channel=_blank(channel))
+    ask = SpaceIn(name=name, description=description, channel=blank(channel))
     inventory.add_space(db, session.entity, ask)
     return _back("spaces", "space-added")
 
 
-@pages.post("/memory/spaces/edit")
+@router.post("/memory/spaces/edit")
 def space_edit(
     session: Write,
     db: DB,
@@ -252,6 +254,6 @@ def space_edit(
     description: Annotated[str, Form()] = "",
     channel: Annotated[str, Form()] = "",
 ) -> Response:
-    ask = SpaceUpdate(description=description, channel=_blank(channel))
+    ask = SpaceUpdate(description=description, channel=blank(channel))
     inventory.update_space(db, session.entity, name, ask)
     return _back("spaces", "space-changed")
