@@ -22,13 +22,11 @@ from pydantic import ValidationError
 
 from engine.kernel.config import Settings
 from engine.kernel.errors import (
-    BadUpstream,
-    Conflict,
+    ANSWERS,
+    EngineError,
     FieldProblem,
-    Forbidden,
     InputError,
-    NotFound,
-    Unavailable,
+    answer,
     describe,
     field_path,
 )
@@ -43,6 +41,9 @@ UPSERT = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+INVALID = ANSWERS[InputError].said
+"""How a tool error for bad arguments begins: "invalid input: limit: ..."."""
 
 
 @dataclass
@@ -97,7 +98,7 @@ class _Server(MCPServer):
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
             raise ToolError(
-                f"Error executing tool {name}: invalid input: {argument_problems(cause)}"
+                f"Error executing tool {name}: {INVALID}: {argument_problems(cause)}"
             ) from cause
 
     @staticmethod
@@ -109,7 +110,7 @@ class _Server(MCPServer):
             taken = ", ".join(sorted(declared)) or "no arguments"
             problems = InputError([FieldProblem(u, "unknown argument") for u in unknown])
             raise ToolError(
-                f"Error executing tool {name}: invalid input: {problems} ({name} takes {taken})"
+                f"Error executing tool {name}: {INVALID}: {problems} ({name} takes {taken})"
             )
         wrong = [
             FieldProblem(argument, problem)
@@ -117,7 +118,7 @@ class _Server(MCPServer):
             if (problem := kind_problem(_schema_kind(declared[argument]), value))
         ]
         if wrong:
-            raise ToolError(f"Error executing tool {name}: invalid input: {InputError(wrong)}")
+            raise ToolError(f"Error executing tool {name}: {INVALID}: {InputError(wrong)}")
 
     async def _arguments_of(self, name: str) -> dict[str, dict] | None:
         """The arguments the tool's input schema declares, each with its schema (None
@@ -216,20 +217,15 @@ def caller(ctx: Context) -> Caller:
 
 @contextmanager
 def tool_errors() -> Iterator[None]:
-    """Engine errors become tool errors whose message tells the agent what to fix."""
+    """Engine errors become tool errors whose message tells the agent what to fix: the
+    word the engine's error table gives each kind ("not found: ..."), then what is wrong
+    (and the component at fault, where one is: "unavailable (graph): ...")."""
     try:
         yield
     except ValidationError as exc:
-        raise ToolError(f"invalid input: {argument_problems(exc)}") from None
-    except InputError as exc:
-        raise ToolError(f"invalid input: {exc}") from None
-    except NotFound as exc:
-        raise ToolError(f"not found: {exc}") from None
-    except Forbidden as exc:
-        raise ToolError(f"forbidden: {exc}") from None
-    except Conflict as exc:
-        raise ToolError(f"conflict: {exc}") from None
-    except Unavailable as exc:
-        raise ToolError(f"unavailable ({exc.component}): {exc}") from None
-    except BadUpstream as exc:
-        raise ToolError(f"failed ({exc.component}): {exc}") from None
+        raise ToolError(f"{INVALID}: {argument_problems(exc)}") from None
+    except EngineError as exc:
+        said = answer(exc).said
+        if exc.component:
+            said = f"{said} ({exc.component})"
+        raise ToolError(f"{said}: {exc}") from None

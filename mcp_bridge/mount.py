@@ -1,4 +1,5 @@
-"""Serve each MCP profile over streamable HTTP on the FastAPI app, behind the entity token.
+"""Serve each MCP profile over streamable HTTP on the FastAPI app, behind the entity token
+(refused in the HTTP layer's words and shape, pps.http, as on /v1).
 
 Profiles are the exact tool contracts of the user's seeds; each is one MCPServer:
 `/mcp` (pps), and more as layers land. They run stateless with JSON responses: every
@@ -14,12 +15,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from engine.capture import entities
-from engine.kernel.errors import FieldProblem, bearer_challenge, problem_body
+from engine.kernel.errors import FieldProblem, bearer_challenge
 from mcp_bridge import PATHS, openclaw, pps, shared_memory, wordwalker
+from pps.http.deps import MISSING_TOKEN, UNKNOWN_TOKEN
+from pps.http.errors import problem_response
 
 PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
     "pps": (PATHS["pps"], pps.build),
@@ -72,18 +74,12 @@ class BearerEntity:
         entity = entities.authenticate(scope["app"].state.db, token) if token else None
         if entity is None:
             wrong = UNKNOWN_TOKEN if token else None
-            response = JSONResponse(
-                problem_body("unauthorized", [FieldProblem("Authorization", wrong or MISSING)]),
-                status_code=401,
-                headers={"WWW-Authenticate": bearer_challenge(wrong)},
-            )
+            problems = [FieldProblem("Authorization", wrong or MISSING_TOKEN)]
+            challenge = {"WWW-Authenticate": bearer_challenge(wrong)}
+            response = problem_response(401, "unauthorized", problems, **challenge)
             return await response(scope, receive, send)
         scope.setdefault("state", {})["entity"] = entity
         await self.app(scope, receive, send)
-
-
-MISSING = "missing: send 'Authorization: Bearer <token>'"
-UNKNOWN_TOKEN = "unknown or revoked token"
 
 
 class _NoSessionToEnd(logging.Filter):

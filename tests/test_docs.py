@@ -26,9 +26,10 @@ from pydantic import AliasChoices, SecretStr
 
 # The code under test. When these modules move, only this block changes.
 from engine.kernel.config import Settings
+from engine.kernel.errors import ANSWERS
 from mcp_bridge.mount import PROFILES
-from pps.app import create_app
 from pps.cli import app as cli_app
+from pps.http.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -101,6 +102,13 @@ def test_every_route_is_in_rest_md(app):
     }
     assert in_docs, "no `| method | path | ... |` table in docs/rest.md"
     check(in_code, in_docs, "docs/rest.md")
+
+
+def test_each_engine_error_is_in_rest_md_as_every_face_answers_it():
+    """The one error table (engine/kernel/errors.py) against docs/rest.md's errors."""
+    in_docs = {(int(row[0]), row[1]) for row in rows(DOCS / "rest.md", "status")}
+    in_code = {(said.status, said.code) for said in ANSWERS.values()}
+    assert in_code <= in_docs, f"not in docs/rest.md: {sorted(in_code - in_docs)}"
 
 
 # --- MCP profiles and tools ---------------------------------------------------------

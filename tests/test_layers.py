@@ -44,7 +44,7 @@ MAY_IMPORT = {
     "engine": {"engine"},
     "engine.kernel": {"engine.kernel"},
     "ingest": {"ingest", "engine.kernel"},
-    "mcp_bridge": {"mcp_bridge", "engine", "ingest"},
+    "mcp_bridge": {"mcp_bridge", "engine", "pps.http"},
     "pps": {"pps", "engine", "mcp_bridge", "ingest"},
 }
 HEAVY = [
@@ -222,3 +222,22 @@ def test_serve_refuses_a_remote_host_before_loading_the_engine(tmp_path):
     code, loaded = json.loads(done.stdout.splitlines()[-1])
     assert code == 1 and "refusing to listen on 0.0.0.0" in done.stderr
     assert not set(loaded) & set(HEAVY), sorted(set(loaded) & set(HEAVY))
+
+
+FACES = ("pps.rest", "pps.web", "mcp_bridge")
+"""The HTTP faces. They stand side by side on the shared HTTP layer (`pps.http`: the
+dependencies, the error handlers, the app that registers each face)."""
+
+
+def test_no_face_imports_another():
+    """REST, the web face and MCP share only the HTTP layer: none imports another (the
+    web face once took its dependencies from REST's)."""
+    wrong = [
+        f"{m} imports {t}"
+        for m, targets in GRAPH.items()
+        for face in FACES
+        if _within(m, face)
+        for t in targets
+        if not _within(t, face) and any(_within(t, other) for other in FACES)
+    ]
+    assert not wrong, "\n".join(wrong)

@@ -123,3 +123,12 @@ def index_keys(db: Database) -> list[str]:
     """Every name in the entities table, by name: the entities and the index keys that
     are not entities (a shared store's `shared:<name>`, see RESERVED)."""
     return [r[0] for r in db.conn.execute("SELECT name FROM entities ORDER BY name")]
+
+
+# Asked by faces: `pps entity create` and `pps import` take back an entity whose token
+# could not be delivered, without SQL of their own.
+def forget_undelivered(db: Database, name: str) -> None:
+    """Remove an entity just created whose token could not be delivered (nothing can
+    refer to it yet: nobody has its token)."""
+    with db.write() as conn:
+        conn.execute("DELETE FROM entities WHERE name = ?", (name,))

@@ -386,3 +386,10 @@ def _week(created_at: str) -> str:
 def _mean(pairs: list[tuple[int, int]]) -> float | None:
     shares = [r / n for r, n in pairs if n]
     return round(sum(shares) / len(shares), 4) if shares else None
+
+
+# Asked by faces: `pps audit export` with no --entity exports every judging entity.
+def judged_entities(db: Database) -> list[str]:
+    """The entities with at least one judgment, by name."""
+    rows = db.conn.execute("SELECT DISTINCT entity FROM audit_judgments ORDER BY entity")
+    return [row["entity"] for row in rows]

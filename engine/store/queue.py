@@ -491,3 +491,12 @@ def _age(stamp: str | None, now: datetime) -> float | None:
         return None
     then = datetime.strptime(stamp, timestamps.FORMAT).replace(tzinfo=UTC)
     return round((now - then).total_seconds(), 3)
+
+
+# Asked by faces: `pps graph merge` refuses while a server extracts the entity's episodes.
+def running(db: Database, entity: str, kind: str) -> int:
+    """How many of the entity's jobs of `kind` are running now (leased by a worker)."""
+    return db.conn.execute(
+        "SELECT COUNT(*) FROM jobs WHERE entity = ? AND kind = ? AND state = 'running'",
+        (entity, kind),
+    ).fetchone()[0]

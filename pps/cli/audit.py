@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from engine.capture import entities
 from engine.recall import audit
 from engine.store.db import Database
 from pps.cli.options import DataDir, EntityOpt, fail, settings_for
@@ -30,18 +31,8 @@ def audit_export(
     the judged items with their sources and relevance); bench/audit_score.py scores the
     current recall against it."""
     db = Database.open(settings_for(data_dir=data_dir))
-    names = (
-        [entity]
-        if entity
-        else [
-            row["entity"]
-            for row in db.conn.execute(
-                "SELECT DISTINCT entity FROM audit_judgments ORDER BY entity"
-            )
-        ]
-    )
-    known = db.conn.execute("SELECT 1 FROM entities WHERE name = ?", (entity,)).fetchone()
-    if entity and known is None:
+    names = [entity] if entity else audit.judged_entities(db)
+    if entity and entity not in {known.name for known in entities.list_all(db)}:
         fail(f"no entity {entity!r}")
     lines = [json.dumps(record) for name in names for record in audit.export(db, name)]
     text = "".join(line + "\n" for line in lines)

@@ -7,14 +7,10 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
-from pps.cli.options import DataDir, TokenFile, fail, settings_for
-
-if TYPE_CHECKING:
-    from engine.store.db import Database
+from pps.cli.options import DataDir, TokenFile, engine_errors, fail, settings_for
 
 app = typer.Typer(help="Create entities and manage their tokens.", no_args_is_help=True)
 
@@ -55,23 +51,22 @@ def _issue_token(service, name: str, data_dir: Path | None, token_file: Path | N
     new entity is removed again; a rotated token is printed all the same, since the old
     one no longer works."""
     from engine.capture import entities
-    from engine.kernel.errors import Conflict, InputError, NotFound
     from engine.store.db import Database
 
     db = Database.open(settings_for(data_dir=data_dir))
-    try:
+    with engine_errors():
         entities.check_name(name)
-    except InputError as exc:
-        fail(str(exc))
 
     def issue() -> str:
-        try:
+        with engine_errors():
             return service(db, name)
-        except (InputError, Conflict, NotFound) as exc:
-            fail(str(exc))
 
     created = service is entities.create
-    undo = (lambda: _forget(db, name), f"{name!r} was not created") if created else None
+    undo = (
+        (lambda: entities.forget_undelivered(db, name), f"{name!r} was not created")
+        if created
+        else None
+    )
     deliver_token(issue, token_file, undo)
 
 
@@ -146,10 +141,3 @@ def _private_folders(folder: Path) -> None:
     for made in reversed(missing):
         made.mkdir(mode=0o700)
         made.chmod(0o700)
-
-
-def _forget(db: Database, name: str) -> None:
-    """Undo the creation of an entity whose token could not be delivered (nothing can
-    refer to it yet: nobody has its token)."""
-    with db.write() as conn:
-        conn.execute("DELETE FROM entities WHERE name = ?", (name,))

@@ -12,10 +12,8 @@ from typing import Annotated
 
 import typer
 
-from engine.kernel.errors import NotFound, Unavailable
-from engine.store.db import Database
 from pps.cli.check import _graph
-from pps.cli.options import DataDir, EntityOpt, fail, graph_entities
+from pps.cli.options import DataDir, EntityOpt, engine_errors, fail, graph_entities
 
 app = typer.Typer(help="Upkeep of the knowledge graph (layer 3).", no_args_is_help=True)
 
@@ -32,10 +30,8 @@ def duplicates(entity: EntityOpt = None, as_json: AsJson = False, data_dir: Data
     found = {}
     with _graph(settings, db) as graph:
         for name in names:
-            try:
+            with engine_errors():
                 found[name] = curator.duplicates(graph, settings, name)
-            except (NotFound, Unavailable) as exc:
-                fail(str(exc))
     if as_json:
         typer.echo(_json(found))
         return
@@ -60,13 +56,14 @@ def merge(
     """Merge each group of duplicates into the node with the most facts (then the
     oldest): every fact re-pointed with its provenance, nothing lost. Asks first, unless
     --yes; --dry-run only shows what would change."""
-    from engine.graph import curator
+    from engine.graph import curator, episodes
+    from engine.store import queue
 
     settings, db, names = graph_entities(entity, data_dir, "curate")
     done = {}
     with _graph(settings, db) as graph:
         for name in names:
-            try:
+            with engine_errors():
                 plan = curator.merge_duplicates(graph, settings, name, dry_run=True)
                 if dry_run or not plan.groups:
                     done[name] = plan
@@ -75,7 +72,7 @@ def merge(
                     typer.echo(f"{name}: {plan.nodes_merged} nodes would be merged:")
                     _show(plan.groups)
                     typer.confirm(f"merge them in the graph of {name}?", abort=True)
-                busy = _extracting(db, name)
+                busy = queue.running(db, name, episodes.JOB_KIND)
                 if busy:
                     fail(
                         f"{name}: {busy} episodes are being extracted into the graph now;"
@@ -83,8 +80,6 @@ def merge(
                         " (POST /v1/texture/duplicates/merge), which waits for them"
                     )
                 done[name] = curator.merge_duplicates(graph, settings, name, dry_run=False)
-            except (NotFound, Unavailable) as exc:
-                fail(str(exc))
     if as_json:
         typer.echo(_json(done))
         return
@@ -97,16 +92,6 @@ def merge(
         )
         if result.dry_run:
             _show(result.groups)
-
-
-def _extracting(db: Database, entity: str) -> int:
-    """Graph episodes of the entity being extracted now (by a running server)."""
-    from engine.graph import episodes
-
-    return db.conn.execute(
-        "SELECT COUNT(*) FROM jobs WHERE entity = ? AND kind = ? AND state = 'running'",
-        (entity, episodes.JOB_KIND),
-    ).fetchone()[0]
 
 
 def _show(groups) -> None:

@@ -1,15 +1,18 @@
 """What every command shares: the common options, the Settings they build, and how a
-command fails (one line on stderr, exit 1)."""
+command fails (one line on stderr, exit 1), an engine error included."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from engine.kernel.config import Settings, default_folder
+from engine.kernel.errors import EngineError
 
 
 def _data_dir_help() -> str:
@@ -57,6 +60,16 @@ def settings_for(**overrides) -> Settings:
 def fail(message: str) -> None:
     typer.echo(f"pps: {message}", err=True)
     raise typer.Exit(1)
+
+
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """How a command answers an error of the engine's error table: its message, as every
+    failure (`fail`)."""
+    try:
+        yield
+    except EngineError as exc:
+        fail(str(exc))
 
 
 def graph_entities(entity: str | None, data_dir, doing: str) -> tuple:

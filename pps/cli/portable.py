@@ -80,7 +80,7 @@ def import_export(
     from engine.backup.portable import ExportError
     from engine.capture import entities
     from engine.store.db import Database
-    from pps.cli.entity import _forget, deliver_token
+    from pps.cli.entity import deliver_token
 
     os.umask(0o077)
     settings = settings_for(data_dir=data_dir)
@@ -95,7 +95,10 @@ def import_export(
             deliver_token(
                 lambda: entities.create(db, plan.entity),
                 token_file,
-                (lambda: _forget(db, plan.entity), f"{plan.entity!r} was not created"),
+                (
+                    lambda: entities.forget_undelivered(db, plan.entity),
+                    f"{plan.entity!r} was not created",
+                ),
             )
         finally:
             db.close()

@@ -7,9 +7,15 @@ from typing import Annotated
 
 import typer
 
-from engine.kernel.errors import Conflict
 from engine.store.db import Database
-from pps.cli.options import DataDir, EntityOpt, fail, graph_entities, settings_for
+from pps.cli.options import (
+    DataDir,
+    EntityOpt,
+    engine_errors,
+    fail,
+    graph_entities,
+    settings_for,
+)
 
 replay_app = typer.Typer(help="Rebuild a derived layer from its source.", no_args_is_help=True)
 
@@ -30,7 +36,7 @@ def replay_graph(
     settings, db, names = graph_entities(entity, data_dir, "replay into")
     with Progress(transient=False) as bar:
         task = bar.add_task("replaying episodes into the graph", total=None)
-        try:
+        with engine_errors():
             outcome = texture.rebuild(
                 settings,
                 db,
@@ -38,8 +44,6 @@ def replay_graph(
                 fresh=fresh,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
-        except Conflict as exc:
-            fail(str(exc))
     where = "here" if outcome.ran_here else "by the running server"
     typer.echo(f"{outcome.done} of {outcome.total} episodes replayed {where}, {outcome.dead} dead")
     if outcome.waiting:

@@ -11,9 +11,8 @@ from typing import Annotated
 import typer
 
 from engine.contracts import stores
-from engine.kernel.errors import Conflict, InputError, NotFound
 from engine.store.db import Database
-from pps.cli.options import DataDir, fail, settings_for
+from pps.cli.options import DataDir, engine_errors, settings_for
 
 app = typer.Typer(help="Shared stores: one memory for several entities.", no_args_is_help=True)
 
@@ -38,28 +37,22 @@ def create(
     data_dir: DataDir = None,
 ) -> None:
     """Create a shared store (empty, no members)."""
-    try:
+    with engine_errors():
         typer.echo(_show(stores.create(_db(data_dir), store, members_edit)))
-    except (InputError, Conflict) as exc:
-        fail(str(exc))
 
 
 @app.command("add")
 def add(store: str, entity: str, data_dir: DataDir = None) -> None:
     """Make an entity a member of a store."""
-    try:
+    with engine_errors():
         typer.echo(_show(stores.add_member(_db(data_dir), store, entity)))
-    except (InputError, NotFound) as exc:
-        fail(str(exc))
 
 
 @app.command("remove")
 def remove(store: str, entity: str, data_dir: DataDir = None) -> None:
     """Take a member out of a store; its access ends at once (what it wrote stays)."""
-    try:
+    with engine_errors():
         typer.echo(_show(stores.remove_member(_db(data_dir), store, entity)))
-    except (InputError, NotFound) as exc:
-        fail(str(exc))
 
 
 @app.command("list")
@@ -80,10 +73,8 @@ def delete(
 
     settings = settings_for(data_dir=data_dir)
     db = Database.open(settings)
-    try:
+    with engine_errors():
         gone = stores.delete(Index(settings, db), store, dry_run=not yes)
-    except (InputError, NotFound) as exc:
-        fail(str(exc))
     members = ", ".join(gone.members) or "none"
     verb = "deleted" if yes else "would delete"
     typer.echo(
@@ -107,9 +98,7 @@ def index_folder(
 
     settings = settings_for(data_dir=data_dir)
     db = Database.open(settings)
-    try:
+    with engine_errors():
         access = stores.as_operator(db, store)
         report = shared_memory.index_folder(Index(settings, db), access, folder, agent)
-    except (InputError, NotFound) as exc:
-        fail(str(exc))
     typer.echo(json.dumps(report.model_dump()))

@@ -1,2 +1,54 @@
-"""REST routes, one module per resource. Each route parses, calls one engine service,
-and shapes the answer."""
+"""The REST face, /v1 (docs/rest.md): one router per resource, each route thin over one
+engine service. `include(app)` registers them, each route's error statuses documented
+(pps.rest.statuses)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from pps.rest import (
+    anchors,
+    audit,
+    check,
+    crystals,
+    events,
+    files,
+    fragments,
+    health,
+    hooks,
+    inventory,
+    queue,
+    recall,
+    search,
+    shared,
+    summaries,
+    texture,
+)
+from pps.rest.statuses import document
+
+ROUTERS = (
+    health.router,
+    events.router,
+    queue.router,
+    check.router,
+    check.operator,
+    summaries.router,
+    inventory.router,
+    crystals.router,
+    recall.router,
+    hooks.router,
+    audit.router,
+    texture.router,
+    search.router,
+    anchors.router,
+    fragments.router,
+    files.router,
+    shared.router,
+    shared.operator,
+)
+
+
+def include(app: FastAPI) -> None:
+    for router in ROUTERS:
+        document(router)
+        app.include_router(router)

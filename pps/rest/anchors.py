@@ -10,7 +10,7 @@ from pydantic import Field
 from engine.search import anchors
 from engine.search.anchors import Anchor, AnchorIn, Anchors, AnchorSearch, Deleted, Resynced
 from engine.search.hybrid import SearchResponse
-from pps.rest.deps import CurrentEntity, SearchIndex
+from pps.http.deps import CurrentEntity, SearchIndex
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/anchors", tags=["anchors"])

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 
 from engine.recall import audit
 from engine.recall.audit import Drawn, DrawQuery, Judgment, JudgmentIn, Precision, PrecisionQuery
-from pps.rest.deps import DB, CurrentEntity
+from pps.http.deps import DB, CurrentEntity
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query
 from engine import consistency
 from engine.consistency import CheckReport
 from engine.kernel.errors import NotFound
-from pps.rest.deps import AppRuntime, CurrentEntity, Operator
+from pps.http.deps import AppRuntime, CurrentEntity, Operator
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/check", tags=["check"])

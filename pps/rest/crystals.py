@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from engine.crystal import crystals
 from engine.crystal.crystals import Crystal, CrystalIn, Crystals, CurrentQuery
 from engine.search import homes
-from pps.rest.deps import AppSettings, CurrentEntity
+from pps.http.deps import AppSettings, CurrentEntity
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/crystals", tags=["crystals"])

@@ -18,7 +18,7 @@ from engine.capture.events import (
     SearchQuery,
 )
 from engine.kernel.events import EventIn
-from pps.rest.deps import DB, AppRuntime, AppSettings, CurrentEntity
+from pps.http.deps import DB, AppRuntime, AppSettings, CurrentEntity
 
 router = APIRouter(prefix="/v1", tags=["events"])
 

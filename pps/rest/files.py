@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from engine.kernel.requests import Request
 from engine.search import homes
 from engine.search.homes import FileLines, HomeFile
-from pps.rest.deps import CurrentEntity, SearchIndex
+from pps.http.deps import CurrentEntity, SearchIndex
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1", tags=["files"])

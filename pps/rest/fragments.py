@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from engine.search import fragments
 from engine.search.fragments import FragmentIn, Stored
-from pps.rest.deps import CurrentEntity, SearchIndex
+from pps.http.deps import CurrentEntity, SearchIndex
 
 router = APIRouter(prefix="/v1", tags=["fragments"])
 

@@ -27,7 +27,7 @@ from engine.recall.shapes import RecallRequest
 from engine.runtime import Runtime
 from engine.store.db import Database
 from ingest import claude_code
-from pps.rest.deps import DB, AppRuntime, AppSettings, CurrentEntity
+from pps.http.deps import DB, AppRuntime, AppSettings, CurrentEntity
 
 router = APIRouter(prefix="/v1/hooks", tags=["hooks"])
 

@@ -24,7 +24,7 @@ from engine.inventory.items import (
 )
 from engine.kernel.patterns import CHANNEL_PATTERN
 from engine.kernel.requests import Request
-from pps.rest.deps import DB, CurrentEntity
+from pps.http.deps import DB, CurrentEntity
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1", tags=["inventory"])

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from engine.kernel.requests import Request
 from engine.store import queue
 from engine.store.queue import QueueStatus
-from pps.rest.deps import DB, CurrentEntity
+from pps.http.deps import DB, CurrentEntity
 
 router = APIRouter(prefix="/v1/queue", tags=["queue"])
 

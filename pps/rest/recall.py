@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from engine.recall import ambient, log
 from engine.recall.log import Log, LogQuery
 from engine.recall.shapes import Recall, RecallRequest
-from pps.rest.deps import DB, AppRuntime, CurrentEntity
+from pps.http.deps import DB, AppRuntime, CurrentEntity
 
 router = APIRouter(prefix="/v1/recall", tags=["recall"])
 

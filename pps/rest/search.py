@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from engine.search import hybrid as search
 from engine.search.hybrid import SearchRequest, SearchResponse
 from engine.search.index import IndexStats
-from pps.rest.deps import CurrentEntity, SearchIndex
+from pps.http.deps import CurrentEntity, SearchIndex
 
 router = APIRouter(prefix="/v1", tags=["search"])
 

@@ -33,7 +33,7 @@ from engine.contracts.shared_memory import (
 )
 from engine.contracts.stores import Deleted, Store
 from engine.kernel.requests import Request
-from pps.rest.deps import DB, CurrentEntity, Operator, SearchIndex
+from pps.http.deps import DB, CurrentEntity, Operator, SearchIndex
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/shared", tags=["shared stores"])

@@ -23,21 +23,17 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from engine.kernel.errors import Problem
+from engine.kernel.errors import ANSWERS, Problem
+from pps.http.deps import current_entity, current_operator
 
 WHEN = {
     400: "The body is not valid JSON",
     401: "A missing, unknown or revoked token (with `WWW-Authenticate: Bearer`, and"
     ' `error="invalid_token"` when a bearer token came and is no one\'s)',
-    403: "Not yours to do (an operator's act with an entity's token, another member's memory)",
-    404: "The thing named does not exist (for this caller)",
-    409: "A clash with what is stored",
     413: "A body over PPS_MAX_REQUEST_BYTES",
-    422: "Something in the request is invalid (each field and its problem)",
-    502: "A part the request needs answered unusably; nothing was changed",
-    503: "A part the request needs is down (the database on a full disk, the graph, the LLM);"
-    " nothing was changed (with `Retry-After`)",
+    **{said.status: said.when for said in ANSWERS.values()},  # the engine's errors
 }
+"""What each error status means: those of the HTTP layer, then the engine's error table."""
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -48,8 +44,6 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
 def document(router: APIRouter) -> None:
     """Add the statuses each route answers by what it takes (above) to its `responses`;
     what the route declared itself stays."""
-    from pps.rest.deps import current_entity, current_operator
-
     for route in router.routes:
         if not isinstance(route, APIRoute):
             continue

@@ -20,7 +20,7 @@ from engine.crystal.summaries import (
     TurnsSince,
     TurnsSinceSummary,
 )
-from pps.rest.deps import DB, AppSettings, CurrentEntity
+from pps.http.deps import DB, AppSettings, CurrentEntity
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1", tags=["summaries"])

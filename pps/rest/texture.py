@@ -23,7 +23,7 @@ from engine.graph.texture import (
     TimelineQuery,
     TripletIn,
 )
-from pps.rest.deps import DB, AppRuntime, AppSettings, CurrentEntity
+from pps.http.deps import DB, AppRuntime, AppSettings, CurrentEntity
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/texture", tags=["texture"])

@@ -1,9 +1,11 @@
 """The web face (the Observatory): server-rendered pages under /ui on the same port as
 REST and MCP, over the same engine services and request models REST uses.
 
-`mount(app)` adds the pages, the JSON they poll (/ui/api) and the session store. The
-entity signs in with its token once; a session cookie carries it from then on (see
-pps.web.guard and pps.web.sessions, and docs/ui.md).
+`mount(app)` adds the session store and each router: the sign-in, timeline, recall,
+queue and audit pages (pps.web.pages) with the JSON they poll (/ui/api), the graph page
+(pps.web.graph) and the memory page (pps.web.memory). The entity signs in with its
+token once; a session cookie carries it from then on (see pps.web.guard and
+pps.web.sessions, and docs/ui.md).
 """
 
 from __future__ import annotations
@@ -11,18 +13,16 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 
 from engine.kernel.errors import FieldProblem
-from pps.rest.deps import problem_response
-from pps.web import graph as _graph  # noqa: F401  (its routes join pages.pages)
-from pps.web import guard, pages
-from pps.web import memory as _memory  # noqa: F401
+from pps.http.errors import problem_response
+from pps.web import graph, guard, memory, pages
 from pps.web.sessions import Sessions, SignIns
 
 
 def mount(app: FastAPI) -> None:
     app.state.ui_sessions = Sessions()
     app.state.ui_sign_ins = SignIns()
-    app.include_router(pages.pages)
-    app.include_router(pages.api)
+    for router in (pages.pages, pages.api, graph.router, memory.router):
+        app.include_router(router)
 
     @app.exception_handler(guard.Refused)
     async def refused(request: Request, exc: guard.Refused):

@@ -15,15 +15,17 @@ from fastapi.responses import RedirectResponse, Response
 from engine.graph import texture
 from engine.graph.texture import ExploreQuery, FactsQuery
 from engine.kernel.errors import InputError, NotFound
-from pps.rest.deps import DB, AppRuntime, AppSettings
+from pps.http.deps import DB, AppRuntime, AppSettings
 from pps.web import guard, layout
 from pps.web.guard import SignedIn, Write
-from pps.web.pages import _blank, pages, render
+from pps.web.render import blank, page_router, render
 
 PAGE = 100
 
+router = page_router()
 
-@pages.get("/graph")
+
+@router.get("/graph")
 def graph_page(
     request: Request,
     session: SignedIn,
@@ -38,10 +40,10 @@ def graph_page(
     deleted: str | None = None,
 ) -> Response:
     graph = runtime.graph
-    ask = FactsQuery(contains=_blank(contains), state=_blank(state), limit=PAGE, offset=offset)
+    ask = FactsQuery(contains=blank(contains), state=blank(state), limit=PAGE, offset=offset)
     listed = texture.facts(graph, db, session.entity, ask)
     around = None
-    if _blank(entity) and listed.status == "ok":
+    if blank(entity) and listed.status == "ok":
         try:
             around = texture.explore(
                 graph, db, session.entity, ExploreQuery(entity_name=entity.strip(), depth=depth)
@@ -57,17 +59,17 @@ def graph_page(
         backend=graph.backend if graph is not None else "none",
         facts=listed.facts,
         ask=ask,
-        entity=_blank(entity),
+        entity=blank(entity),
         depth=depth,
         around=around,
-        drawing=layout.radial(drawn, _blank(entity)),
+        drawing=layout.radial(drawn, blank(entity)),
         deleted=deleted if deleted in ("fact", "entity", "episode") else None,
         page=PAGE,
         waiting=texture.waiting(graph, db, settings, session.entity),
     )
 
 
-@pages.post("/graph/delete")
+@router.post("/graph/delete")
 def delete_fact(
     session: Write,
     db: DB,

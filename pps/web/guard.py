@@ -4,7 +4,7 @@ session's CSRF token.
 
 A refusal is an exception: pages (pps.web.pages) answer it with an HTML page (or, not
 signed in, a redirect to the sign-in page); the JSON endpoints under /ui/api answer it
-in the service's one error shape (pps.app).
+in the service's one error shape (pps.http.errors).
 """
 
 from __future__ import annotations

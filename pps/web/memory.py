@@ -1,7 +1,8 @@
 """The memory page: word-photos, fragments, memory files, crystals (the chain and the
 archive), summaries, inventory and spaces. Each tab reads through the engine service REST
-reads through; each form builds the request model REST takes and calls the same service,
-then goes back to its tab (a notice by a fixed word, never text from the URL)."""
+reads through; each form is the request model REST takes, as a form model (pps.web.forms),
+passed to the same service, then goes back to its tab (a notice by a fixed word, never
+text from the URL)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from engine.kernel.errors import InputError
 from engine.search import anchors, fragments, homes
 from engine.search.anchors import AnchorIn
 from engine.search.fragments import FragmentIn
-from pps.rest.deps import DB, AppSettings, SearchIndex
+from pps.http.deps import DB, AppSettings, SearchIndex
 from pps.web import guard
+from pps.web.forms import page_form
 from pps.web.guard import SignedIn, Write
-from pps.web.pages import _blank, pages, render
+from pps.web.render import page_router, render
 
 TABS = (
     ("anchors", "Word-photos"),
@@ -47,9 +49,16 @@ DONE = {
     "space-changed": "Space changed.",
 }
 
+router = page_router()
 
-def _tags(text: str) -> list[str]:
-    return [tag.strip() for tag in text.split(",") if tag.strip()]
+AnchorForm = page_form(AnchorIn, "title", "content", "tags")
+FragmentForm = page_form(FragmentIn, "text", "category", "tags")
+CrystalForm = page_form(CrystalIn, "content")
+SummaryForm = page_form(SummaryIn, "summary_text", "start_id", "end_id")
+ItemForm = page_form(ItemIn, "name", "category", "subcategory", "description", "space")
+ItemRefForm = page_form(ItemRef, "name", "category")
+SpaceForm = page_form(SpaceIn, "name", "description", "channel")
+SpaceUpdateForm = page_form(SpaceUpdate, "description", "channel", cleared=("description",))
 
 
 def _back(tab: str, done: str, **more: str) -> Response:
@@ -58,7 +67,7 @@ def _back(tab: str, done: str, **more: str) -> Response:
     return guard.harden(RedirectResponse(target, status_code=303))
 
 
-@pages.get("/memory")
+@router.get("/memory")
 def memory_page(
     request: Request,
     session: SignedIn,
@@ -111,33 +120,26 @@ def memory_page(
 # --- word-photos ---
 
 
-@pages.post("/memory/anchors")
+@router.post("/memory/anchors")
 def anchor_save(
-    session: Write,
-    index: SearchIndex,
-    title: Annotated[str, Form()] = "",
-    content: Annotated[str, Form()] = "",
-    tags: Annotated[str, Form()] = "",
+    session: Write, index: SearchIndex, anchor: Annotated[AnchorForm, Form()]
 ) -> Response:
-    anchors.save(index, session.entity, AnchorIn(title=title, content=content, tags=_tags(tags)))
+    anchors.save(index, session.entity, anchor)
     return _back("anchors", "anchor-saved")
 
 
-@pages.post("/memory/anchors/edit")
+@router.post("/memory/anchors/edit")
 def anchor_edit(
     session: Write,
     index: SearchIndex,
+    anchor: Annotated[AnchorForm, Form()],
     name: Annotated[str, Form()] = "",
-    title: Annotated[str, Form()] = "",
-    content: Annotated[str, Form()] = "",
-    tags: Annotated[str, Form()] = "",
 ) -> Response:
-    ask = AnchorIn(title=title, content=content, tags=_tags(tags))
-    anchors.edit(index, session.entity, name, ask)
+    anchors.edit(index, session.entity, name, anchor)
     return _back("anchors", "anchor-edited")
 
 
-@pages.post("/memory/anchors/delete")
+@router.post("/memory/anchors/delete")
 def anchor_delete(
     session: Write, index: SearchIndex, name: Annotated[str, Form()] = ""
 ) -> Response:
@@ -148,32 +150,27 @@ def anchor_delete(
 # --- fragments ---
 
 
-@pages.post("/memory/fragments")
+@router.post("/memory/fragments")
 def fragment_store(
-    session: Write,
-    index: SearchIndex,
-    text: Annotated[str, Form()] = "",
-    category: Annotated[str, Form()] = "",
-    tags: Annotated[str, Form()] = "",
+    session: Write, index: SearchIndex, fragment: Annotated[FragmentForm, Form()]
 ) -> Response:
-    ask = FragmentIn(text=text, category=category, tags=_tags(tags))
-    fragments.store(index, session.entity, ask)
+    fragments.store(index, session.entity, fragment)
     return _back("fragments", "fragment-stored")
 
 
 # --- crystals ---
 
 
-@pages.post("/memory/crystals")
+@router.post("/memory/crystals")
 def crystal_write(
-    session: Write, settings: AppSettings, content: Annotated[str, Form()] = ""
+    session: Write, settings: AppSettings, crystal: Annotated[CrystalForm, Form()]
 ) -> Response:
     home = homes.home_for(settings, session.entity).root
-    crystals.crystallize(home, CrystalIn(content=content), keep=settings.crystal_keep)
+    crystals.crystallize(home, crystal, keep=settings.crystal_keep)
     return _back("crystals", "crystal-written")
 
 
-@pages.post("/memory/crystals/delete-latest")
+@router.post("/memory/crystals/delete-latest")
 def crystal_take_back(session: Write, settings: AppSettings) -> Response:
     home = homes.home_for(settings, session.entity).root
     crystals.delete_latest(home, keep=settings.crystal_keep)
@@ -183,75 +180,39 @@ def crystal_take_back(session: Write, settings: AppSettings) -> Response:
 # --- summaries ---
 
 
-@pages.post("/memory/summaries")
-def summary_store(
-    session: Write,
-    db: DB,
-    summary_text: Annotated[str, Form()] = "",
-    start_id: Annotated[int, Form()] = 0,
-    end_id: Annotated[int, Form()] = 0,
-) -> Response:
-    ask = SummaryIn(summary_text=summary_text, start_id=start_id, end_id=end_id)
-    summaries.store(db, session.entity, ask)
+@router.post("/memory/summaries")
+def summary_store(session: Write, db: DB, summary: Annotated[SummaryForm, Form()]) -> Response:
+    summaries.store(db, session.entity, summary)
     return _back("summaries", "summary-stored")
 
 
 # --- inventory and spaces ---
 
 
-@pages.post("/memory/inventory")
-def item_save(
-    session: Write,
-    db: DB,
-    name: Annotated[str, Form()] = "",
-    category: Annotated[str, Form()] = "",
-    subcategory: Annotated[str, Form()] = "",
-    description: Annotated[str, Form()] = "",
-    space: Annotated[str, Form()] = "",
-) -> Response:
-    ask = ItemIn(
-        name=name,
-        category=category,
-        subcategory=_blank(subcategory),
-        description=description,
-        space=_blank(space),
-    )
-    inventory.add(db, session.entity, ask)
+@router.post("/memory/inventory")
+def item_save(session: Write, db: DB, item: Annotated[ItemForm, Form()]) -> Response:
+    inventory.add(db, session.entity, item)
     return _back("inventory", "item-saved")
 
 
-@pages.post("/memory/inventory/delete")
-def item_delete(
-    session: Write,
-    db: DB,
-    name: Annotated[str, Form()] = "",
-    category: Annotated[str, Form()] = "",
-) -> Response:
-    inventory.delete(db, session.entity, ItemRef(name=name, category=_blank(category)))
+@router.post("/memory/inventory/delete")
+def item_delete(session: Write, db: DB, item: Annotated[ItemRefForm, Form()]) -> Response:
+    inventory.delete(db, session.entity, item)
     return _back("inventory", "item-deleted")
 
 
-@pages.post("/memory/spaces")
-def space_add(
-    session: Write,
-    db: DB,
-    name: Annotated[str, Form()] = "",
-    description: Annotated[str, Form()] = "",
-    channel: Annotated[str, Form()] = "",
-) -> Response:
-    ask = SpaceIn(name=name, description=description, channel=_blank(channel))
-    inventory.add_space(db, session.entity, ask)
+@router.post("/memory/spaces")
+def space_add(session: Write, db: DB, space: Annotated[SpaceForm, Form()]) -> Response:
+    inventory.add_space(db, session.entity, space)
     return _back("spaces", "space-added")
 
 
-@pages.post("/memory/spaces/edit")
+@router.post("/memory/spaces/edit")
 def space_edit(
     session: Write,
     db: DB,
+    space: Annotated[SpaceUpdateForm, Form()],
     name: Annotated[str, Form()] = "",
-    description: Annotated[str, Form()] = "",
-    channel: Annotated[str, Form()] = "",
 ) -> Response:
-    ask = SpaceUpdate(description=description, channel=_blank(channel))
-    inventory.update_space(db, session.entity, name, ask)
+    inventory.update_space(db, session.entity, name, space)
     return _back("spaces", "space-changed")

@@ -8,16 +8,11 @@ page); the JSON endpoints under /ui/api answer in the service's one error shape.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
-from fastapi.routing import APIRoute
-from fastapi.templating import Jinja2Templates
+from fastapi.responses import FileResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
 from engine import health as checks
@@ -25,14 +20,7 @@ from engine.capture import entities
 from engine.capture import events as capture
 from engine.capture.events import EventQuery, Page, SearchQuery
 from engine.graph import texture
-from engine.kernel.errors import (
-    Conflict,
-    Forbidden,
-    InputError,
-    NotFound,
-    Unavailable,
-    from_validation,
-)
+from engine.kernel.errors import InputError, NotFound, from_validation
 from engine.llm import budget
 from engine.recall import ambient as recall
 from engine.recall import audit
@@ -43,90 +31,20 @@ from engine.recall.shapes import RecallRequest
 from engine.search import hybrid
 from engine.search.hybrid import SearchRequest
 from engine.store import queue
-from pps.rest.deps import DB, AppRuntime, AppSettings
+from pps.http.deps import DB, AppRuntime, AppSettings
 from pps.web import guard
-from pps.web.guard import LOGIN_COOKIE, Refused, SignedIn, SignInNeeded, Write
+from pps.web.guard import LOGIN_COOKIE, SignedIn, Write
+from pps.web.render import HERE, blank, page_router, render
 
 log = logging.getLogger("pps.web")
 
-HERE = Path(__file__).parent
-templates = Jinja2Templates(directory=HERE / "templates")
 STATIC = {path.name: path for path in (HERE / "static").iterdir() if path.is_file()}
-NAV = (
-    ("timeline", "Timeline"),
-    ("recall", "Recall"),
-    ("queue", "Queue"),
-    ("audit", "Audit"),
-    ("graph", "Graph"),
-    ("memory", "Memory"),
-)
 PAGE_SIZE = 50
 
-
-class PageRoute(APIRoute):
-    """A route that answers what goes wrong as a page: not signed in, back to the sign-in
-    page; refused, bad input or not found, an error page with the status."""
-
-    def get_route_handler(self) -> Callable:
-        handler = super().get_route_handler()
-
-        async def page(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except SignInNeeded:
-                return guard.harden(RedirectResponse("/ui", status_code=303))
-            except Refused as exc:
-                return error_page(request, exc.status, exc.problem)
-            except (RequestValidationError, ValidationError) as exc:
-                problems = from_validation(_locations(exc.errors())).problems
-                return error_page(request, 422, "; ".join(str(p) for p in problems))
-            except InputError as exc:
-                return error_page(request, 422, "; ".join(str(p) for p in exc.problems))
-            except NotFound as exc:
-                return error_page(request, 404, str(exc))
-            except Forbidden as exc:
-                return error_page(request, 403, str(exc))
-            except Conflict as exc:
-                return error_page(request, 409, str(exc))
-            except Unavailable as exc:
-                return error_page(request, 503, f"{exc.component}: {exc}")
-
-        return page
-
-
-def _locations(errors: list[dict]) -> list[dict]:
-    """Validation errors as the engine words them: FastAPI's say where (query, path)."""
-    return [
-        {**e, "loc": e["loc"][1:]} if e["loc"] and e["loc"][0] in ("query", "path", "body") else e
-        for e in errors
-    ]
-
-
-pages = APIRouter(
-    prefix="/ui",
-    route_class=PageRoute,
-    include_in_schema=False,
-    dependencies=[Depends(guard.same_origin)],
-)
+pages = page_router()
 api = APIRouter(
     prefix="/ui/api", include_in_schema=False, dependencies=[Depends(guard.same_origin)]
 )
-
-
-def render(request: Request, template: str, http_status: int = 200, **context: Any) -> HTMLResponse:
-    session = getattr(request.state, "ui_session", None)
-    context = {"session": session, "nav": NAV, **context}
-    response = templates.TemplateResponse(request, template, context, status_code=http_status)
-    return guard.harden(response)
-
-
-def error_page(request: Request, status: int, problem: str) -> HTMLResponse:
-    return render(request, "error.html", http_status=status, status_code=status, problem=problem)
-
-
-def _blank(value: str | None) -> str | None:
-    """A form field left empty is a filter not given."""
-    return value.strip() or None if value is not None else None
 
 
 # --- signing in and out ---
@@ -221,11 +139,11 @@ def timeline(
 ) -> Response:
     entity = session.entity
     filters = {
-        "channel": _blank(channel),
-        "session_id": _blank(session_id),
-        "event_type": _blank(event_type),
+        "channel": blank(channel),
+        "session_id": blank(session_id),
+        "event_type": blank(event_type),
     }
-    q = _blank(q)
+    q = blank(q)
     if mode not in ("keyword", "hybrid"):
         raise InputError.of("mode", "keyword or hybrid")
     page: Page | None = None
@@ -233,7 +151,7 @@ def timeline(
     fallback = None
     if q is None:
         page = capture.list_events(
-            db, entity, EventQuery(**filters, limit=PAGE_SIZE, cursor=_blank(cursor))
+            db, entity, EventQuery(**filters, limit=PAGE_SIZE, cursor=blank(cursor))
         )
     elif mode == "keyword":
         found = capture.search_events(db, entity, SearchQuery(**filters, q=q, limit=PAGE_SIZE))
@@ -297,9 +215,9 @@ def newest_events(
 ) -> Page:
     """The newest events under the timeline's filters: what the page polls for."""
     filters = {
-        "channel": _blank(channel),
-        "session_id": _blank(session_id),
-        "event_type": _blank(event_type),
+        "channel": blank(channel),
+        "session_id": blank(session_id),
+        "event_type": blank(event_type),
     }
     try:
         query = EventQuery(**filters, limit=PAGE_SIZE)
@@ -313,7 +231,7 @@ def newest_events(
 
 def _recall_log(db, entity: str, channel: str | None, contains: str | None):
     return recall_log.entries(
-        db, entity, LogQuery(limit=50, channel=_blank(channel), contains=_blank(contains))
+        db, entity, LogQuery(limit=50, channel=blank(channel), contains=blank(contains))
     ).entries
 
 
@@ -360,7 +278,7 @@ def run_recall(
 ) -> Response:
     ask = RecallRequest(
         context=context,
-        channel=_blank(channel),
+        channel=blank(channel),
         limit_per_layer=limit_per_layer,
         max_tokens=max_tokens,
         trace=True,

@@ -1,4 +1,5 @@
-"""What routes need from the app: the database, the settings, and the caller's entity."""
+"""What routes of every face need from the app: the database, the settings, the runtime,
+and the caller (an entity by its token, or the operator)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ import secrets
 from typing import Annotated
 
 from fastapi import Depends, Request
-from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from engine.capture import entities
 from engine.kernel.config import Settings
-from engine.kernel.errors import FieldProblem, Forbidden, InputError, problem_body
+from engine.kernel.errors import Forbidden, InputError
 from engine.runtime import Runtime
 from engine.search.index import Index
 from engine.store.db import Database
+
+MISSING_TOKEN = "missing: send 'Authorization: Bearer <token>'"
+UNKNOWN_TOKEN = "unknown or revoked token"
+"""What a 401 says, on every face: no bearer token came, or one that is no one's."""
 
 
 class Unauthorized(Exception):
@@ -42,10 +46,10 @@ def current_entity(
 ) -> str:
     """The entity the bearer token belongs to. The token is the only way to name one."""
     if credentials is None:
-        raise Unauthorized("missing: send 'Authorization: Bearer <token>'")
+        raise Unauthorized(MISSING_TOKEN)
     entity = entities.authenticate(get_db(request), credentials.credentials)
     if entity is None:
-        raise Unauthorized("unknown or revoked token", wrong=True)
+        raise Unauthorized(UNKNOWN_TOKEN, wrong=True)
     _refuse_unknown_query(request)
     return entity
 
@@ -77,7 +81,7 @@ def current_operator(
                 " (`pps operator token`)",
                 field="Authorization",
             )
-        raise Unauthorized("unknown or revoked token", wrong=True)
+        raise Unauthorized(UNKNOWN_TOKEN, wrong=True)
     _refuse_unknown_query(request)
 
 
@@ -118,9 +122,3 @@ Operator = Depends(current_operator)
 AppSettings = Annotated[Settings, Depends(get_settings)]
 SearchIndex = Annotated[Index, Depends(get_index)]
 AppRuntime = Annotated[Runtime, Depends(get_runtime)]
-
-
-def problem_response(status: int, error: str, problems: list[FieldProblem], **headers: str):
-    return JSONResponse(
-        status_code=status, content=problem_body(error, problems), headers=headers or None
-    )

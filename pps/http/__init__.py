@@ -1,0 +1,6 @@
+"""The HTTP layer the faces stand on side by side: REST (`pps.rest`), the web face
+(`pps.web`) and the MCP endpoints (`mcp_bridge`). `deps` is what a route needs from the
+app (the database, the settings, the caller); `errors` answers every error in the one
+error shape, from the engine's one error table; `app` makes the application and
+registers each face on it. No face imports another; each may import this layer.
+"""
