@@ -163,8 +163,10 @@ def store(
     with db.write() as conn:  # the reads below are of this transaction (db.conn is conn)
         for field in ("start_id", "end_id"):
             event_id = getattr(summary, field)
-            if not events.count(db, Span(entity, low=event_id, high=event_id)):
-                raise NotFound(f"no event with id {event_id}", field=field)
+            try:
+                events.get_event(db, entity, event_id=event_id)
+            except NotFound:
+                raise NotFound(f"no event with id {event_id}", field=field) from None
         channels = json.dumps(summary.channels) if summary.channels else None
         span = Span(
             entity, low=summary.start_id, high=summary.end_id, channels=summary.channels or None
