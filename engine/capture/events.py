@@ -449,9 +449,10 @@ class Span:
     kind: Literal["event", "turn", "marker"] = "event"
     outside: Covered = ()
 
-    def sql(self) -> tuple[str, list[Any]]:
-        """`FROM … WHERE …` over the events (alias `e`), with its parameters."""
-        head, params = "", []
+    def select(self, columns: str) -> tuple[str, list[Any]]:
+        """`SELECT columns FROM events e WHERE …` for the span, with its parameters."""
+        head = ""
+        params: list[Any] = []
         if self.outside:
             head = (
                 "WITH covered (low, high, channel) AS MATERIALIZED (SELECT"
@@ -481,20 +482,20 @@ class Span:
                 "NOT EXISTS (SELECT 1 FROM covered c WHERE e.id BETWEEN c.low AND c.high"
                 " AND (c.channel IS NULL OR c.channel = e.channel))"
             )
-        return f"{head}SELECT {{}} FROM events e WHERE {' AND '.join(clauses)}", params
+        return f"{head}SELECT {columns} FROM events e WHERE {' AND '.join(clauses)}", params
 
 
 def count(db: Database, span: Span) -> int:
     """How many events the span holds."""
-    query, params = span.sql()
-    return db.conn.execute(query.format("COUNT(*)"), params).fetchone()[0]
+    query, params = span.select("COUNT(*)")
+    found: int = db.conn.execute(query, params).fetchone()[0]
+    return found
 
 
 def extent(db: Database, span: Span) -> tuple[int, str | None, str | None]:
     """How many events the span holds, and its first and last event's `created_at`."""
-    query, params = span.sql()
-    found = db.conn.execute(query.format("COUNT(*), MIN(created_at), MAX(created_at)"), params)
-    total, first, last = found.fetchone()
+    query, params = span.select("COUNT(*), MIN(created_at), MAX(created_at)")
+    total, first, last = db.conn.execute(query, params).fetchone()
     return total, first, last
 
 
@@ -507,11 +508,11 @@ def in_span(
     offset: int = 0,
 ) -> list[Event]:
     """The span's events in id order or in time order (then id), a page of them."""
-    query, params = span.sql()
+    query, params = span.select("*")
     direction = "DESC" if newest_first else "ASC"
     order = f"id {direction}" if by == "id" else f"created_at {direction}, id {direction}"
     rows = db.conn.execute(
-        f"{query.format('*')} ORDER BY {order} LIMIT ? OFFSET ?",
+        f"{query} ORDER BY {order} LIMIT ? OFFSET ?",
         [*params, -1 if limit is None else limit, offset],
     ).fetchall()
     return [Event.from_row(row) for row in rows]
@@ -520,9 +521,9 @@ def in_span(
 def lines_before(db: Database, span: Span, event: Event) -> int:
     """How many lines the contents of the span's events before this one (in time order,
     then id) hold, counted as `content.split("\\n")` counts them."""
-    query, params = span.sql()
     lines = "COALESCE(SUM(length(content) - length(replace(content, char(10), '')) + 1), 0)"
-    return db.conn.execute(
-        f"{query.format(lines)} AND (e.created_at, e.id) < (?, ?)",
-        [*params, event.created_at, event.id],
+    query, params = span.select(lines)
+    found: int = db.conn.execute(
+        f"{query} AND (e.created_at, e.id) < (?, ?)", [*params, event.created_at, event.id]
     ).fetchone()[0]
+    return found

@@ -312,25 +312,28 @@ def warning(unsummarized: int, settings: Settings) -> str | None:
 
 
 def stats(db: Database, settings: Settings, entity: str) -> SummaryStats:
-    conn = db.conn
-    by_type = dict(
-        conn.execute(
-            "SELECT summary_type, COUNT(*) FROM summaries WHERE entity = ? GROUP BY summary_type",
-            (entity,),
-        ).fetchall()
-    )
-    last = conn.execute("SELECT MAX(created_at) FROM summaries WHERE entity = ?", (entity,))
     turns = Span(entity, kind="turn")
-    _, oldest, _ = events.extent(db, replace(turns, outside=_covered_ranges(db, entity)))
-    total = events.count(db, turns)
-    unsummarized = unsummarized_count(db, entity)
+    with db.snapshot() as conn:  # the summaries and the events of one state
+        by_type = dict(
+            conn.execute(
+                "SELECT summary_type, COUNT(*) FROM summaries WHERE entity = ?"
+                " GROUP BY summary_type",
+                (entity,),
+            ).fetchall()
+        )
+        last = conn.execute(
+            "SELECT MAX(created_at) FROM summaries WHERE entity = ?", (entity,)
+        ).fetchone()[0]
+        _, oldest, _ = events.extent(db, replace(turns, outside=_covered_ranges(db, entity)))
+        total = events.count(db, turns)
+        unsummarized = unsummarized_count(db, entity)
     return SummaryStats(
         summaries=sum(by_type.values()),
         by_type=by_type,
         summarized_events=total - unsummarized,
         unsummarized=unsummarized,
         warning=warning(unsummarized, settings),
-        last_summary_at=last.fetchone()[0],
+        last_summary_at=last,
         oldest_unsummarized_at=oldest,
     )
 
@@ -339,15 +342,16 @@ def turns_since_summary(
     db: Database, settings: Settings, entity: str, ask: SinceSummaryQuery
 ) -> TurnsSinceSummary:
     """The turns no summary covers yet, a page at a time, with the total count."""
-    covered = _covered_ranges(db, entity, ask.channel)
-    turns = events.in_span(
-        db,
-        Span(entity, channel=ask.channel, kind="turn", outside=covered),
-        newest_first=not ask.oldest_first,
-        limit=ask.limit,
-        offset=ask.offset,
-    )
-    total = unsummarized_count(db, entity, ask.channel)
+    with db.snapshot():  # the summaries' ranges and the events of one state
+        covered = _covered_ranges(db, entity, ask.channel)
+        turns = events.in_span(
+            db,
+            Span(entity, channel=ask.channel, kind="turn", outside=covered),
+            newest_first=not ask.oldest_first,
+            limit=ask.limit,
+            offset=ask.offset,
+        )
+        total = unsummarized_count(db, entity, ask.channel)
     return TurnsSinceSummary(
         turns=turns,
         unsummarized=total,
@@ -363,12 +367,10 @@ def next_batch(db: Database, entity: str, limit: int) -> Batch:
     store old turns with new ids). A turn stored after this read gets a higher id, so a
     summary of the batch never covers it.
     """
-    covered = _covered_ranges(db, entity)
-    turns = events.in_span(db, Span(entity, kind="turn", outside=covered), by="id", limit=limit)
-    return Batch(
-        turns=turns,
-        unsummarized=unsummarized_count(db, entity),
-    )
+    with db.snapshot():  # the summaries' ranges and the events of one state
+        covered = _covered_ranges(db, entity)
+        turns = events.in_span(db, Span(entity, kind="turn", outside=covered), by="id", limit=limit)
+        return Batch(turns=turns, unsummarized=unsummarized_count(db, entity))
 
 
 def turns_since(db: Database, entity: str, ask: SinceQuery) -> TurnsSince:
