@@ -8,7 +8,6 @@ from engine.capture.markers import MARKER_TYPES as MARKERS
 from engine.capture.markers import turns_only
 from engine.crystal import summaries
 from engine.kernel.config import Settings
-from engine.store.db import Database
 
 
 def _turns(client, n, channel="terminal", start=0):
@@ -160,8 +159,9 @@ def test_without_an_llm_summarize_returns_the_oldest_turns_by_id(client):
 
 def test_unsummarized_counts_agree_with_testing_every_event(server, make_client):
     """Overlapping summaries, summaries of some channels, another entity's events in
-    between: the count per channel and overall is what checking each event against
-    each summary gives."""
+    between: the count per channel and overall, the turns listed since the last summary
+    and the next batch to summarize are what checking each event against each summary
+    gives."""
     rng = random.Random(11)
     mine, other = make_client(), make_client()
     channels = ["terminal", "discord", "heartbeat"]
@@ -183,19 +183,73 @@ def test_unsummarized_counts_agree_with_testing_every_event(server, make_client)
             json=[{"channel": channel, "event_type": kind, "content": kind} for kind in MARKERS],
         )
 
-    db = Database.open(Settings(data_dir=server.data_dir, graph_backend="none"))
-    try:
-        for channel in [None, *channels, "nowhere"]:
-            where, params = summaries._scope(mine.entity, channel)
-            expected = db.conn.execute(
-                f"SELECT COUNT(*) FROM events e WHERE {where} AND {turns_only('e.')}"
-                f" AND {summaries._UNSUMMARIZED}",
-                params,
-            ).fetchone()[0]
-            assert summaries.unsummarized_count(db, mine.entity, channel) == expected
-        assert 0 < summaries.unsummarized_count(db, mine.entity) < len(ids)
-    finally:
-        db.close()
+    _agree_with_testing_every_event(server, mine.entity, channels)
+    assert 0 < summaries.unsummarized_count(server.db, mine.entity) < len(ids)
+
+
+def test_summaries_of_some_channels_leave_the_others_unsummarized(server, make_client):
+    """Summaries of one channel, of two, and of every channel, over ranges that overlap
+    and leave gaps: each channel's turns outside its own summaries stay unsummarized,
+    counted, listed and batched as checking each event against each summary gives."""
+    mine, other = make_client(), make_client()
+    channels = ["terminal", "discord", "heartbeat"]
+    ids = []
+    for round_ in range(4):
+        for channel in channels:
+            ids += _turns(mine, 3, channel, start=round_ * 10)
+        _turns(other, 2, "terminal", start=round_ * 10)
+    for low, high, only in [
+        (0, 20, ["terminal"]),
+        (4, 12, ["discord", "heartbeat"]),
+        (25, 27, ["heartbeat"]),
+        (14, 16, None),
+        (30, 33, None),
+    ]:
+        body = {"summary_text": f"{low}-{high}", "start_id": ids[low], "end_id": ids[high]}
+        if only is not None:
+            body["channels"] = only
+        assert mine.post("/v1/summaries", json=body).status_code == 200
+    _agree_with_testing_every_event(server, mine.entity, channels)
+    count = summaries.unsummarized_count(server.db, mine.entity, "terminal")
+    assert 0 < count < summaries.unsummarized_count(server.db, mine.entity, "discord")
+
+
+def _agree_with_testing_every_event(server, entity, channels):
+    """The count per channel and overall, the turns listed since the last summary (in
+    either order, and a page of them) and the next batch are those that no summary
+    covers, checked event by event in SQL."""
+    db, settings = server.db, Settings(data_dir=server.data_dir)
+
+    def unsummarized(channel, order):
+        return [
+            row[0]
+            for row in db.conn.execute(
+                "SELECT id FROM events e WHERE e.entity = ?"
+                f" AND (? IS NULL OR e.channel = ?) AND {turns_only('e.')} AND NOT EXISTS"
+                " (SELECT 1 FROM summaries s WHERE s.entity = e.entity"
+                " AND e.id BETWEEN s.start_id AND s.end_id AND (s.channels IS NULL OR EXISTS"
+                "  (SELECT 1 FROM json_each(s.channels) c WHERE c.value = e.channel)))"
+                f" ORDER BY {order}",
+                (entity, channel, channel),
+            )
+        ]
+
+    for channel in [None, *channels, "nowhere"]:
+        expected = unsummarized(channel, "created_at DESC, id DESC")
+        assert summaries.unsummarized_count(db, entity, channel) == len(expected)
+        for oldest_first, limit, offset in ((False, 1000, 0), (True, 1000, 0), (False, 7, 5)):
+            ask = summaries.SinceSummaryQuery(
+                channel=channel, oldest_first=oldest_first, limit=limit, offset=offset
+            )
+            page = summaries.turns_since_summary(db, settings, entity, ask).turns
+            listed = expected[::-1] if oldest_first else expected
+            assert [t.id for t in page] == listed[offset : offset + limit]
+    by_id = unsummarized(None, "id")
+    assert [t.id for t in summaries.next_batch(db, entity, 1000).turns] == by_id
+    oldest = summaries.stats(db, settings, entity).oldest_unsummarized_at
+    assert oldest == min(
+        (t.created_at for t in summaries.next_batch(db, entity, 1000).turns), default=None
+    )
 
 
 def test_markers_are_never_unsummarized_turns(server, client):

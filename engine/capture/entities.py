@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import sqlite3
 from dataclasses import dataclass
 
 from engine.kernel import timestamps
@@ -132,3 +133,26 @@ def forget_undelivered(db: Database, name: str) -> None:
     refer to it yet: nobody has its token)."""
     with db.write() as conn:
         conn.execute("DELETE FROM entities WHERE name = ?", (name,))
+
+
+# Asked by contracts: a shared store's index key (`shared:<store>`) has a row here, which
+# engine/contracts/stores.py adds and removes in its own transactions.
+
+
+def exists(db: Database, name: str) -> bool:
+    """Whether the name has a row: an entity, or an index key added by add_index_key."""
+    return db.conn.execute("SELECT 1 FROM entities WHERE name = ?", (name,)).fetchone() is not None
+
+
+def add_index_key(conn: sqlite3.Connection, key: str, created_at: str) -> None:
+    """Give an index key that is no entity (it holds RESERVED) its row, in the caller's
+    transaction, if it has none: its token hash is no SHA-256 hex, so no token matches it."""
+    conn.execute(
+        "INSERT OR IGNORE INTO entities (name, token_hash, created_at) VALUES (?, ?, ?)",
+        (key, key, created_at),
+    )
+
+
+def drop_index_key(conn: sqlite3.Connection, key: str) -> None:
+    """Remove an index key's row, in the caller's transaction."""
+    conn.execute("DELETE FROM entities WHERE name = ?", (key,))

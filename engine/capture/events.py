@@ -19,6 +19,7 @@ import re
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import (
@@ -28,7 +29,7 @@ from pydantic import (
     ValidationError,
 )
 
-from engine.capture.markers import turns_only
+from engine.capture.markers import markers_only, turns_only
 from engine.capture.words import any_of, keywords, searchable
 from engine.kernel import timestamps
 from engine.kernel.errors import FieldProblem, InputError, NotFound, from_validation
@@ -498,3 +499,107 @@ def roles(db: Database, entity: str, uids: list[str]) -> dict[str, str | None]:
         (entity, json.dumps(uids)),
     )
     return dict(rows.fetchall())
+
+
+# Asked by contracts: the reads crystal's summaries and the transcripts make of the events
+# (they name no `events` table of their own).
+
+Covered = Sequence[tuple[int, int, str | None]]
+"""Inclusive ranges of an entity's event ids that a later layer covers (a summary's), each
+of one channel, or of every channel where the channel is None."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """Which of an entity's events a read takes: of one channel or of a list of them, ids
+    from `low` to `high`, created at or after `since` (and before `before`), every event or
+    only turns or markers (engine.capture.markers), and none inside the `outside` ranges."""
+
+    entity: str
+    channel: str | None = None
+    channels: Sequence[str] | None = None
+    low: int | None = None
+    high: int | None = None
+    since: str | None = None
+    before: str | None = None
+    kind: Literal["event", "turn", "marker"] = "event"
+    outside: Covered = ()
+
+    def select(self, columns: str) -> tuple[str, list[Any]]:
+        """`SELECT columns FROM events e WHERE …` for the span, with its parameters."""
+        head = ""
+        params: list[Any] = []
+        if self.outside:
+            head = (
+                "WITH covered (low, high, channel) AS MATERIALIZED (SELECT"
+                " json_extract(value, '$[0]'), json_extract(value, '$[1]'),"
+                " json_extract(value, '$[2]') FROM json_each(?)) "
+            )
+            params.append(json.dumps([list(r) for r in self.outside]))
+        clauses = ["e.entity = ?"]
+        params.append(self.entity)
+        for clause, value in (
+            ("e.channel = ?", self.channel),
+            ("e.id >= ?", self.low),
+            ("e.id <= ?", self.high),
+            ("e.created_at >= ?", self.since),
+            ("e.created_at < ?", self.before),
+        ):
+            if value is not None:
+                clauses.append(clause)
+                params.append(value)
+        if self.channels is not None:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(?) c WHERE c.value = e.channel)")
+            params.append(json.dumps(list(self.channels)))
+        if self.kind != "event":
+            clauses.append(turns_only("e.") if self.kind == "turn" else markers_only("e."))
+        if self.outside:
+            clauses.append(
+                "NOT EXISTS (SELECT 1 FROM covered c WHERE e.id BETWEEN c.low AND c.high"
+                " AND (c.channel IS NULL OR c.channel = e.channel))"
+            )
+        return f"{head}SELECT {columns} FROM events e WHERE {' AND '.join(clauses)}", params
+
+
+def count(db: Database, span: Span) -> int:
+    """How many events the span holds."""
+    query, params = span.select("COUNT(*)")
+    found: int = db.conn.execute(query, params).fetchone()[0]
+    return found
+
+
+def extent(db: Database, span: Span) -> tuple[int, str | None, str | None]:
+    """How many events the span holds, and its first and last event's `created_at`."""
+    query, params = span.select("COUNT(*), MIN(created_at), MAX(created_at)")
+    total, first, last = db.conn.execute(query, params).fetchone()
+    return total, first, last
+
+
+def in_span(
+    db: Database,
+    span: Span,
+    by: Literal["id", "time"] = "time",
+    newest_first: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[Event]:
+    """The span's events in id order or in time order (then id), a page of them."""
+    query, params = span.select("*")
+    direction = "DESC" if newest_first else "ASC"
+    order = f"id {direction}" if by == "id" else f"created_at {direction}, id {direction}"
+    rows = db.conn.execute(
+        f"{query} ORDER BY {order} LIMIT ? OFFSET ?",
+        [*params, -1 if limit is None else limit, offset],
+    ).fetchall()
+    return [Event.from_row(row) for row in rows]
+
+
+def lines_before(db: Database, span: Span, event: Event) -> int:
+    """How many lines the contents of the span's events before this one (in time order,
+    then id) hold, counted as `content.split("\\n")` counts them."""
+    lines = "COALESCE(SUM(length(content) - length(replace(content, char(10), '')) + 1), 0)"
+    query, params = span.select(lines)
+    found: int = db.conn.execute(
+        f"{query} AND (e.created_at, e.id) < (?, ?)", [*params, event.created_at, event.id]
+    ).fetchone()[0]
+    return found

@@ -18,7 +18,8 @@ A member changes and deletes only what it wrote, unless the store was created wi
 --members-edit. The same text added again by the same writer to the same store is not
 stored twice: memory_add answers with the memory already there (`duplicate`). The folder
 indexer writes as the operator, under source `markdown` (which members cannot use), one
-memory per file, `markdown/<agent>/<path in the folder>`.
+memory per file, `markdown/<agent>/<path in the folder>`. What metadata a caller may set,
+and the shape it is answered in, is engine/contracts/shared_metadata.py's.
 """
 
 from __future__ import annotations
@@ -27,26 +28,21 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import threading
 import uuid
-from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from engine.capture import entities
-from engine.contracts import stores
+from engine.contracts import shared_metadata, stores
 from engine.contracts.stores import Access
 from engine.kernel import timestamps
 from engine.kernel.errors import Forbidden, InputError, NotFound
 from engine.kernel.requests import Request
 from engine.search import chunks, homes
 from engine.search.fragments import (
-    CATEGORY_PATTERN,
     check_text,
-    checked_tags,
     slug,
     with_front_matter,
 )
@@ -59,21 +55,6 @@ DEFAULT_SOURCE = "manual"
 MAX_TOP_K = 100
 MAX_IDS = 1000
 SAMPLE = 5
-MAX_METADATA_BYTES = 16 * 1024
-# Front matter the store itself writes; the metadata names them differently or not at all.
-_STORED = ("category", "date", "created_at")
-_RESERVED = {
-    "category": "use source",
-    "date": "use timestamp",
-    "created_at": "use timestamp",
-    "id": "memory_add gives the id",
-    "path": "memory_add chooses the path",
-    "written_by": "recorded from your token; nobody can set it",
-    "updated_by": "recorded from your token; nobody can set it",
-    "updated_at": "recorded by the store",
-    "store": "the store is the one you are calling",
-}
-_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 _SUFFIXES = (".md", ".markdown")
 
 
@@ -173,8 +154,12 @@ def search_memories(index: Index, access: Access, ask: SearchIn) -> list[Memory]
     store still returns the matches inside it."""
     if not 1 <= ask.top_k <= MAX_TOP_K:
         raise InputError.of("top_k", f"must be between 1 and {MAX_TOP_K}")
-    moment = _moment("since", ask.since) if ask.since is not None else None
-    source = _source_name(ask.source_filter, "source_filter") if ask.source_filter else None
+    moment = shared_metadata.moment("since", ask.since) if ask.since is not None else None
+    source = (
+        shared_metadata.source_name(ask.source_filter, "source_filter")
+        if ask.source_filter
+        else None
+    )
     request = SearchRequest(
         query=ask.query,
         tiers="shortform",
@@ -199,7 +184,7 @@ def search_memories(index: Index, access: Access, ask: SearchIn) -> list[Memory]
             header, _ = _read(home, _path(memory_id))
         except (OSError, NotFound):
             continue
-        metadata = _metadata(record, header)
+        metadata = shared_metadata.answer(record, header)
         memories[memory_id] = Memory(
             id=memory_id, text=result.text, metadata=metadata, score=result.score
         )
@@ -213,7 +198,7 @@ def add(index: Index, access: Access, new: AddIn) -> Added:
     indexed at once; or, when the caller has added the same text to this store already,
     answer with that memory (`duplicate`), changing nothing."""
     text = check_text("text", new.text, index.settings.search_max_text_bytes)
-    given = _checked_metadata(new.metadata or {})
+    given = shared_metadata.checked(new.metadata or {})
     agent = given.pop("agent", None) or access.caller
     source = given.pop("source", DEFAULT_SOURCE)
     if source == FOLDER_SOURCE:
@@ -237,7 +222,9 @@ def add(index: Index, access: Access, new: AddIn) -> Added:
         for record in existing.values():
             with contextlib.suppress(OSError, NotFound):
                 stored, _ = _read(home, _path(record["id"]))
-                return Added(id=record["id"], metadata=_metadata(record, stored), duplicate=True)
+                return Added(
+                    id=record["id"], metadata=shared_metadata.answer(record, stored), duplicate=True
+                )
         folder = f"{homes.FRAGMENTS}/{source}/{moment[:7]}"
         path = homes.write_new(
             home, folder, f"{moment[:10]}_{slug(text)}", with_front_matter(header, text)
@@ -245,7 +232,7 @@ def add(index: Index, access: Access, new: AddIn) -> Added:
         record = _record_new(access, _id(path), agent, source, moment, digest)
         _save(index, access.store, record)
     index.sync_file(access.key, path)
-    return Added(id=record["id"], metadata=_metadata(record, header))
+    return Added(id=record["id"], metadata=shared_metadata.answer(record, header))
 
 
 def update(index: Index, access: Access, change: UpdateIn) -> Updated:
@@ -265,7 +252,7 @@ def update(index: Index, access: Access, change: UpdateIn) -> Updated:
     )
     new_header, new_record = dict(header), dict(record)
     if change.metadata is not None:
-        given = _checked_metadata(change.metadata)
+        given = shared_metadata.checked(change.metadata)
         folder = record["source"]
         if given.pop("source", folder) != folder:
             raise InputError.of(
@@ -277,14 +264,15 @@ def update(index: Index, access: Access, change: UpdateIn) -> Updated:
         if agent is not None:
             new_record["agent"] = agent
         moment = given.pop("timestamp", None)
-        kept = {key: header[key] for key in _STORED if key in header} | {"category": folder}
+        kept = {key: header[key] for key in shared_metadata.STORED if key in header}
+        kept["category"] = folder
         if moment is not None:
             kept.update(date=moment[:10], created_at=moment)
             new_record["moment"] = moment
         if change.replace_metadata:
             own = {"tags": given.pop("tags", [])}
         else:
-            own = {key: value for key, value in header.items() if key not in _STORED}
+            own = {key: value for key, value in header.items() if key not in shared_metadata.STORED}
             if "tags" in given:
                 own["tags"] = given.pop("tags")
         for key, value in given.items():
@@ -305,7 +293,9 @@ def update(index: Index, access: Access, change: UpdateIn) -> Updated:
             new_record["text_hash"] = _text_hash(new_body)
         _save(index, access.store, new_record)
         index.sync_file(access.key, relative)
-    return Updated(id=memory_id, changed=changed, metadata=_metadata(new_record, new_header))
+    return Updated(
+        id=memory_id, changed=changed, metadata=shared_metadata.answer(new_record, new_header)
+    )
 
 
 def forget(index: Index, access: Access, ask: ForgetIn) -> Forgotten:
@@ -321,7 +311,11 @@ def forget(index: Index, access: Access, ask: ForgetIn) -> Forgotten:
         )
     if ask.expect_count is not None and ask.expect_count < 0:
         raise InputError.of("expect_count", "must not be negative")
-    source = _source_name(ask.source_filter, "source_filter") if ask.source_filter else None
+    source = (
+        shared_metadata.source_name(ask.source_filter, "source_filter")
+        if ask.source_filter
+        else None
+    )
     if ids:
         if len(ids) > MAX_IDS:
             raise InputError.of("ids", f"{len(ids)} ids; at most {MAX_IDS} in one call")
@@ -391,7 +385,7 @@ def index_folder(index: Index, access: Access, folder: Path, agent: str) -> Inde
     as one memory written by the operator, id `markdown/<agent>/<path in the folder>`.
     Re-runnable: unchanged files are skipped, changed ones rewritten in place, and the
     memories of files gone from the folder (for the same label) removed."""
-    agent = _agent(agent, "agent")
+    agent = shared_metadata.agent_label(agent, "agent")
     folder = folder.expanduser()
     if not folder.is_dir():
         raise NotFound(f"no folder {folder}", field="dir")
@@ -572,98 +566,10 @@ def _changeable(index: Index, access: Access, ids: list[str], field: str) -> lis
     return [found[i] for i in dict.fromkeys(ids)]
 
 
-def _metadata(record: dict, header: dict) -> dict[str, Any]:
-    """A memory's metadata in the seed's shape: agent, source, kind, timestamp, tags,
-    the writer, then whatever else its front matter holds."""
-    own = {key: _plain(value) for key, value in header.items() if key not in _STORED}
-    return _present(
-        {
-            "agent": record["agent"],
-            "source": record["source"],
-            "kind": own.pop("kind", "note"),
-            "timestamp": record["moment"],
-            "tags": chunks.meta_tags(header),
-            "written_by": record["written_by"],
-            "updated_by": record["updated_by"]
-            if record["updated_by"] != record["written_by"]
-            else None,
-            **{
-                key: value
-                for key, value in own.items()
-                if key not in ("tags", "keywords") and key not in _RESERVED
-            },
-        }
-    )
-
-
-def _checked_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """The caller's metadata, checked: keys the store owns refused, agent a label,
-    source a category name, timestamp normalised, tags cleaned."""
-    if not isinstance(metadata, dict):
-        raise InputError.of("metadata", "must be an object of fields")
-    try:
-        size = len(json.dumps(metadata, ensure_ascii=False).encode())
-    except (TypeError, ValueError):
-        raise InputError.of("metadata", "must be plain JSON values") from None
-    if size > MAX_METADATA_BYTES:
-        raise InputError.of("metadata", f"{size} bytes; the maximum is {MAX_METADATA_BYTES}")
-    given = dict(metadata)
-    for key in given:
-        if not _KEY.fullmatch(key):
-            raise InputError.of(
-                f"metadata.{key}", "a field name is 1-64 letters, digits, '_', '.' or '-'"
-            )
-        if key in _RESERVED:
-            raise InputError.of(f"metadata.{key}", f"reserved; {_RESERVED[key]}")
-    if given.get("agent") is not None:
-        given["agent"] = _agent(given["agent"], "metadata.agent")
-    else:
-        given.pop("agent", None)
-    if given.get("source") is not None:
-        given["source"] = _source_name(given["source"], "metadata.source")
-    else:
-        given.pop("source", None)
-    if given.get("timestamp") is not None:
-        given["timestamp"] = _moment("metadata.timestamp", given["timestamp"])
-    else:
-        given.pop("timestamp", None)
-    if "tags" in given:
-        tags = given["tags"] if given["tags"] is not None else []
-        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise InputError.of("metadata.tags", "a list of strings")
-        given["tags"] = checked_tags(tags, required=False)
-    if "kind" in given and given["kind"] is not None and not isinstance(given["kind"], str):
-        raise InputError.of("metadata.kind", "a word: note, doc, transcript, ...")
-    return given
-
-
-def _agent(value: Any, field: str) -> str:
-    if not isinstance(value, str) or not entities.NAME_PATTERN.fullmatch(value):
-        raise InputError.of(
-            field, "an agent label is 1-64 characters of a-z, 0-9, '_' and '-', like a name"
-        )
-    return value
-
-
 def _check_source(index: Index, source: str, field: str) -> None:
     known = index.settings.fragment_categories
     if known and source not in known:
         raise InputError.of(field, f"unknown source {source!r}; known: {', '.join(known)}")
-
-
-def _source_name(value: Any, field: str) -> str:
-    if not isinstance(value, str) or not re.fullmatch(CATEGORY_PATTERN, value.strip().lower()):
-        raise InputError.of(
-            field, "a source is 1-64 characters of a-z, 0-9, '_' and '-', starting with a-z or 0-9"
-        )
-    return value.strip().lower()
-
-
-def _moment(field: str, value: Any) -> str:
-    try:
-        return timestamps.normalise(value)
-    except (TypeError, ValueError) as exc:
-        raise InputError.of(field, str(exc)) from None
 
 
 def _path(memory_id: str) -> str:
@@ -688,7 +594,7 @@ def _sample(home: Home, record: dict) -> dict[str, Any]:
     except (OSError, NotFound):
         header, body = {}, ""
     preview = body if len(body) <= 200 else body[:200].rstrip() + " …"
-    return {"id": record["id"], "text": preview, "metadata": _metadata(record, header)}
+    return {"id": record["id"], "text": preview, "metadata": shared_metadata.answer(record, header)}
 
 
 def _rewrite(home: Home, relative: str, text: str) -> None:
@@ -697,18 +603,3 @@ def _rewrite(home: Home, relative: str, text: str) -> None:
     folder = PurePosixPath(relative).parent.as_posix()
     written = homes.write_new(home, folder, f".rewrite-{uuid.uuid4().hex}", text)
     home.path(written).replace(home.path(relative))
-
-
-def _plain(value: Any) -> Any:
-    """Front matter as JSON: YAML dates and times become ISO strings."""
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
-
-
-def _present(fields: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in fields.items() if value is not None}

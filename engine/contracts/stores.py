@@ -23,6 +23,7 @@ from engine.capture import entities
 from engine.kernel import timestamps
 from engine.kernel.errors import Conflict, InputError, NotFound
 from engine.search import homes
+from engine.search import index as search_index
 from engine.search.index import Index
 from engine.store.db import Database
 
@@ -88,11 +89,7 @@ def create(db: Database, name: str, members_edit: bool = False) -> Store:
             "INSERT INTO shared_stores (name, members_edit, created_at) VALUES (?, ?, ?)",
             (name, int(members_edit), now),
         )
-        # The index key's row: its token hash is no SHA-256 hex, so no token matches it.
-        conn.execute(
-            "INSERT OR IGNORE INTO entities (name, token_hash, created_at) VALUES (?, ?, ?)",
-            (homes.store_key(name), homes.store_key(name), now),
-        )
+        entities.add_index_key(conn, homes.store_key(name), now)
     return get(db, name)
 
 
@@ -100,10 +97,7 @@ def add_member(db: Database, store: str, entity: str) -> Store:
     check_name(store)
     with db.write() as conn:
         _exists(conn, store)
-        if (
-            entity.startswith(homes.SHARED_KEY)
-            or not conn.execute("SELECT 1 FROM entities WHERE name = ?", (entity,)).fetchone()
-        ):
+        if entity.startswith(homes.SHARED_KEY) or not entities.exists(db, entity):
             raise NotFound(f"no entity named {entity!r}", field="entity")
         conn.execute(
             "INSERT OR IGNORE INTO shared_members (store, entity, added_at) VALUES (?, ?, ?)",
@@ -168,12 +162,9 @@ def delete(index: Index, name: str, dry_run: bool = True) -> Deleted:
         return deleted
     try:
         with index.db.write() as conn:
-            conn.execute("DELETE FROM search_vectors WHERE entity = ?", (key,))
-            conn.execute("DELETE FROM search_chunks WHERE entity = ?", (key,))
-            conn.execute("DELETE FROM search_files WHERE entity = ?", (key,))
-            conn.execute("DELETE FROM search_generations WHERE entity = ?", (key,))
+            search_index.drop_key(conn, key)
             conn.execute("DELETE FROM shared_stores WHERE name = ?", (name,))
-            conn.execute("DELETE FROM entities WHERE name = ?", (key,))
+            entities.drop_index_key(conn, key)
     finally:
         index.cache.invalidate(key)
     shutil.rmtree(root, ignore_errors=True)

@@ -17,6 +17,8 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel
 
+from engine.capture import events
+from engine.capture.events import Event, Span
 from engine.kernel.errors import InputError, NotFound
 from engine.kernel.patterns import CHANNEL_PATTERN
 from engine.search.homes import MAX_READ_LINES, FileLines
@@ -24,8 +26,6 @@ from engine.store.db import Database
 
 FOLDER = "sessions"
 _SHAPE = "sessions/<channel>/<YYYY-MM-DD>.md, as memory_search gives it"
-# Lines a turn takes in its transcript, counted the way `_render` splits them.
-_LINES = "(length(content) - length(replace(content, char(10), '')) + 1)"
 
 
 class Location(BaseModel):
@@ -48,24 +48,16 @@ def locate(db: Database, entity: str, event_uids: list[str]) -> dict[str, Locati
     out). Only the line counts of the day's earlier turns are read, not their text."""
     found = {}
     for uid in dict.fromkeys(event_uids):
-        event = db.conn.execute(
-            "SELECT id, channel, content, created_at FROM events"
-            " WHERE entity = ? AND event_uid = ?",
-            (entity, uid),
-        ).fetchone()
-        if event is None:
+        try:
+            event = events.get_event(db, entity, event_uid=uid)
+        except NotFound:
             continue
-        day = event["created_at"][:10]
-        before = db.conn.execute(
-            f"SELECT COALESCE(SUM({_LINES}), 0) FROM events"
-            " WHERE entity = ? AND channel = ? AND created_at >= ? AND (created_at, id) < (?, ?)",
-            (entity, event["channel"], f"{day}T", event["created_at"], event["id"]),
-        ).fetchone()[0]
-        start = before + 1
+        day = Span(entity, channel=event.channel, since=f"{event.created_at[:10]}T")
+        start = events.lines_before(db, day, event) + 1
         found[uid] = Location(
-            path=path_of(event["channel"], event["created_at"]),
+            path=path_of(event.channel, event.created_at),
             start_line=start,
-            end_line=start + event["content"].count("\n"),
+            end_line=start + event.content.count("\n"),
         )
     return found
 
@@ -76,15 +68,10 @@ def read(
     """memory_get on a transcript: `count` lines (default: up to MAX_READ_LINES) from
     line `start`, as homes.read_lines answers for a file."""
     channel, day = _parse(relative)
-    rows = db.conn.execute(
-        "SELECT author, content, created_at FROM events"
-        " WHERE entity = ? AND channel = ? AND created_at >= ? AND created_at < ?"
-        " ORDER BY created_at, id",
-        (entity, channel, f"{day}T", f"{day}U"),
-    ).fetchall()
-    if not rows:
+    turns = events.in_span(db, Span(entity, channel=channel, since=f"{day}T", before=f"{day}U"))
+    if not turns:
         raise NotFound(f"no turns on channel {channel!r} on {day}")
-    lines = [line for row in rows for line in _render(row)]
+    lines = [line for turn in turns for line in _render(turn)]
     chosen = lines[start - 1 : start - 1 + (MAX_READ_LINES if count is None else count)]
     return FileLines(
         path=path_of(channel, day),
@@ -115,8 +102,8 @@ def _is_date(day: str) -> bool:
     return True
 
 
-def _render(row) -> list[str]:
-    first, *rest = row["content"].split("\n")
-    time = row["created_at"][11:19]
-    speaker = f"{row['author']}: " if row["author"] else ""
+def _render(event: Event) -> list[str]:
+    first, *rest = event.content.split("\n")
+    time = event.created_at[11:19]
+    speaker = f"{event.author}: " if event.author else ""
     return [f"[{time}] {speaker}{first}", *rest]

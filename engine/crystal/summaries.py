@@ -13,12 +13,13 @@ handed to summarize_messages as turns.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from engine.capture.events import Event
-from engine.capture.markers import markers_only, turns_only
+from engine.capture import events
+from engine.capture.events import Covered, Event, Span
 from engine.capture.words import fts_query, searchable
 from engine.kernel import timestamps
 from engine.kernel.config import Settings
@@ -30,18 +31,6 @@ from engine.store.db import Database
 
 WARN_ABOVE = 100
 SUMMARY_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.:-]{0,63}$"
-
-# Events not inside any summary of the same entity whose channels include theirs.
-_UNSUMMARIZED = (
-    "NOT EXISTS (SELECT 1 FROM summaries s WHERE s.entity = e.entity"
-    " AND e.id BETWEEN s.start_id AND s.end_id"
-    " AND (s.channels IS NULL OR EXISTS"
-    "  (SELECT 1 FROM json_each(s.channels) c WHERE c.value = e.channel)))"
-)
-_TURN = turns_only("e.")
-_MARKER = markers_only("e.")
-# Events of the channels in a JSON list (bound twice), or of every channel when NULL.
-_IN_CHANNELS = "(? IS NULL OR EXISTS (SELECT 1 FROM json_each(?) c WHERE c.value = e.channel))"
 
 
 class SummaryIn(Request):
@@ -171,32 +160,28 @@ def store(
     summary took some meanwhile), nothing is stored and Conflict says so. The check runs
     in the same transaction as the insert, so two writers cannot both pass it.
     """
-    with db.write() as conn:
+    with db.write() as conn:  # the reads below are of this transaction (db.conn is conn)
         for field in ("start_id", "end_id"):
-            found = conn.execute(
-                "SELECT 1 FROM events WHERE entity = ? AND id = ?",
-                (entity, getattr(summary, field)),
-            ).fetchone()
-            if found is None:
-                raise NotFound(f"no event with id {getattr(summary, field)}", field=field)
+            event_id = getattr(summary, field)
+            try:
+                events.get_event(db, entity, event_id=event_id)
+            except NotFound:
+                raise NotFound(f"no event with id {event_id}", field=field) from None
         channels = json.dumps(summary.channels) if summary.channels else None
+        span = Span(
+            entity, low=summary.start_id, high=summary.end_id, channels=summary.channels or None
+        )
         if written_from is not None:
-            open_ids = conn.execute(
-                "SELECT id FROM events e WHERE e.entity = ? AND e.id BETWEEN ? AND ?"
-                f" AND {_IN_CHANNELS} AND {_TURN} AND {_UNSUMMARIZED} ORDER BY id",
-                (entity, summary.start_id, summary.end_id, channels, channels),
-            ).fetchall()
-            if [row[0] for row in open_ids] != sorted(written_from):
+            open_turns = events.in_span(
+                db, replace(span, kind="turn", outside=_covered_ranges(db, entity)), by="id"
+            )
+            if [turn.id for turn in open_turns] != sorted(written_from):
                 raise Conflict(
                     f"turns {summary.start_id}..{summary.end_id} were summarized by another"
                     " call while this summary was written: nothing stored; call again for"
                     " the turns still unsummarized"
                 )
-        count, first_at, last_at = conn.execute(
-            "SELECT COUNT(*), MIN(created_at), MAX(created_at) FROM events e"
-            f" WHERE entity = ? AND id BETWEEN ? AND ? AND {_IN_CHANNELS}",
-            (entity, summary.start_id, summary.end_id, channels, channels),
-        ).fetchone()
+        count, first_at, last_at = events.extent(db, span)
         row = conn.execute(
             "INSERT INTO summaries (entity, summary_text, summary_type, start_id, end_id,"
             " channels, event_count, first_at, last_at, created_at)"
@@ -250,20 +235,22 @@ def unsummarized_count(db: Database, entity: str, channel: str | None = None) ->
     this counts the covered events range by range (the summaries' ranges merged) instead
     of testing each event against every summary: ~5 ms instead of ~95 at 100k events
     (bench/recall.py); then the few uncovered markers, found by type, are taken off."""
-    where, params = _scope(entity, channel)
-    with db.snapshot() as conn:  # three counts of one state: events arrive meanwhile
-        total = conn.execute(f"SELECT COUNT(*) FROM events e WHERE {where}", params).fetchone()[0]
-        markers = conn.execute(
-            f"SELECT COUNT(*) FROM events e WHERE {where} AND {_MARKER} AND {_UNSUMMARIZED}",
-            params,
-        ).fetchone()[0]
-        return total - _covered(db, entity, channel) - markers
+    scope = Span(entity, channel=channel)
+    with db.snapshot():  # three counts of one state: events arrive meanwhile
+        covered = _covered_ranges(db, entity, channel)
+        total = events.count(db, scope)
+        markers = events.count(db, replace(scope, kind="marker", outside=covered))
+        inside = sum(
+            events.count(db, replace(scope, channel=name or channel, low=low, high=high))
+            for low, high, name in covered
+        )
+        return total - inside - markers
 
 
-def _covered(db: Database, entity: str, channel: str | None) -> int:
-    """Events inside the range of a summary that applies to their channel: those in the
-    union of the all-channel summaries' ranges, plus, per channel a summary names, that
-    channel's events in its summaries' ranges outside that union."""
+def _covered_ranges(db: Database, entity: str, channel: str | None = None) -> Covered:
+    """The event ids the entity's summaries cover (those of one channel's events, if
+    given), as disjoint ranges: the all-channel summaries' ranges merged, then, per
+    channel a summary names, that channel's merged ranges outside them."""
     everywhere: list[tuple[int, int]] = []
     named: dict[str, list[tuple[int, int]]] = {}
     for start, end, channels in db.conn.execute(
@@ -275,23 +262,11 @@ def _covered(db: Database, entity: str, channel: str | None) -> int:
             for name in json.loads(channels):
                 named.setdefault(name, []).append((start, end))
     common = _merged(everywhere)
-    count = _events_in(db, common, *_scope(entity, channel))
+    covered: list[tuple[int, int, str | None]] = [(low, high, None) for low, high in common]
     for name, ranges in named.items():
         if channel is None or name == channel:
-            outside = list(_outside(_merged(ranges), common))
-            count += _events_in(db, outside, *_scope(entity, name))
-    return count
-
-
-def _events_in(db: Database, ranges: list[tuple[int, int]], where: str, params: list) -> int:
-    """Events matching `where` with ids inside the ranges (a range scan each)."""
-    return sum(
-        db.conn.execute(
-            f"SELECT COUNT(*) FROM events e WHERE e.id BETWEEN ? AND ? AND {where}",
-            [low, high, *params],
-        ).fetchone()[0]
-        for low, high in ranges
-    )
+            covered += [(low, high, name) for low, high in _outside(_merged(ranges), common)]
+    return covered
 
 
 def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -337,30 +312,29 @@ def warning(unsummarized: int, settings: Settings) -> str | None:
 
 
 def stats(db: Database, settings: Settings, entity: str) -> SummaryStats:
-    conn = db.conn
-    by_type = dict(
-        conn.execute(
-            "SELECT summary_type, COUNT(*) FROM summaries WHERE entity = ? GROUP BY summary_type",
-            (entity,),
-        ).fetchall()
-    )
-    last = conn.execute("SELECT MAX(created_at) FROM summaries WHERE entity = ?", (entity,))
-    oldest = conn.execute(
-        f"SELECT MIN(created_at) FROM events e WHERE e.entity = ? AND {_TURN} AND {_UNSUMMARIZED}",
-        (entity,),
-    )
-    total = conn.execute(
-        f"SELECT COUNT(*) FROM events e WHERE e.entity = ? AND {_TURN}", (entity,)
-    ).fetchone()[0]
-    unsummarized = unsummarized_count(db, entity)
+    turns = Span(entity, kind="turn")
+    with db.snapshot() as conn:  # the summaries and the events of one state
+        by_type = dict(
+            conn.execute(
+                "SELECT summary_type, COUNT(*) FROM summaries WHERE entity = ?"
+                " GROUP BY summary_type",
+                (entity,),
+            ).fetchall()
+        )
+        last = conn.execute(
+            "SELECT MAX(created_at) FROM summaries WHERE entity = ?", (entity,)
+        ).fetchone()[0]
+        _, oldest, _ = events.extent(db, replace(turns, outside=_covered_ranges(db, entity)))
+        total = events.count(db, turns)
+        unsummarized = unsummarized_count(db, entity)
     return SummaryStats(
         summaries=sum(by_type.values()),
         by_type=by_type,
         summarized_events=total - unsummarized,
         unsummarized=unsummarized,
         warning=warning(unsummarized, settings),
-        last_summary_at=last.fetchone()[0],
-        oldest_unsummarized_at=oldest.fetchone()[0],
+        last_summary_at=last,
+        oldest_unsummarized_at=oldest,
     )
 
 
@@ -368,16 +342,18 @@ def turns_since_summary(
     db: Database, settings: Settings, entity: str, ask: SinceSummaryQuery
 ) -> TurnsSinceSummary:
     """The turns no summary covers yet, a page at a time, with the total count."""
-    where, params = _scope(entity, ask.channel)
-    direction = "ASC" if ask.oldest_first else "DESC"
-    rows = db.conn.execute(
-        f"SELECT * FROM events e WHERE {where} AND {_TURN} AND {_UNSUMMARIZED}"
-        f" ORDER BY created_at {direction}, id {direction} LIMIT ? OFFSET ?",
-        [*params, ask.limit, ask.offset],
-    ).fetchall()
-    total = unsummarized_count(db, entity, ask.channel)
+    with db.snapshot():  # the summaries' ranges and the events of one state
+        covered = _covered_ranges(db, entity, ask.channel)
+        turns = events.in_span(
+            db,
+            Span(entity, channel=ask.channel, kind="turn", outside=covered),
+            newest_first=not ask.oldest_first,
+            limit=ask.limit,
+            offset=ask.offset,
+        )
+        total = unsummarized_count(db, entity, ask.channel)
     return TurnsSinceSummary(
-        turns=[Event.from_row(row) for row in rows],
+        turns=turns,
         unsummarized=total,
         warning=warning(total, settings),
     )
@@ -391,25 +367,16 @@ def next_batch(db: Database, entity: str, limit: int) -> Batch:
     store old turns with new ids). A turn stored after this read gets a higher id, so a
     summary of the batch never covers it.
     """
-    rows = db.conn.execute(
-        f"SELECT * FROM events e WHERE e.entity = ? AND {_TURN} AND {_UNSUMMARIZED}"
-        " ORDER BY id LIMIT ?",
-        (entity, limit),
-    ).fetchall()
-    return Batch(
-        turns=[Event.from_row(row) for row in rows],
-        unsummarized=unsummarized_count(db, entity),
-    )
+    with db.snapshot():  # the summaries' ranges and the events of one state
+        covered = _covered_ranges(db, entity)
+        turns = events.in_span(db, Span(entity, kind="turn", outside=covered), by="id", limit=limit)
+        return Batch(turns=turns, unsummarized=unsummarized_count(db, entity))
 
 
 def turns_since(db: Database, entity: str, ask: SinceQuery) -> TurnsSince:
     """Turns at or after a moment (oldest first), with the summaries made since then."""
     at = ask.timestamp
-    rows = db.conn.execute(
-        f"SELECT * FROM events e WHERE e.entity = ? AND e.created_at >= ? AND {_TURN}"
-        " ORDER BY created_at, id LIMIT ?",
-        (entity, at, ask.limit),
-    ).fetchall()
+    turns = events.in_span(db, Span(entity, since=at, kind="turn"), limit=ask.limit)
     found: list[Any] = []
     if ask.include_summaries:
         found = db.conn.execute(
@@ -418,12 +385,6 @@ def turns_since(db: Database, entity: str, ask: SinceQuery) -> TurnsSince:
             (entity, at, at),
         ).fetchall()
     return TurnsSince(
-        turns=[Event.from_row(row) for row in rows],
+        turns=turns,
         summaries=[Summary.from_row(row) for row in found],
     )
-
-
-def _scope(entity: str, channel: str | None) -> tuple[str, list]:
-    if channel is None:
-        return "e.entity = ?", [entity]
-    return "e.entity = ? AND e.channel = ?", [entity, channel]

@@ -477,3 +477,15 @@ def _meta_category(meta: dict) -> str | None:
     if value is None:
         return None
     return str(value).strip().lower() or None
+
+
+# Asked by contracts: deleting a shared store drops its index key's rows in the store's own
+# transaction (engine/contracts/stores.py); the caller invalidates the vector cache after.
+
+
+def drop_key(conn: sqlite3.Connection, key: str) -> None:
+    """Delete every index row of a key: its vectors, chunks, files and generation."""
+    conn.execute("DELETE FROM search_vectors WHERE entity = ?", (key,))
+    conn.execute("DELETE FROM search_chunks WHERE entity = ?", (key,))
+    conn.execute("DELETE FROM search_files WHERE entity = ?", (key,))
+    conn.execute("DELETE FROM search_generations WHERE entity = ?", (key,))
