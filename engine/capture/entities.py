@@ -114,3 +114,12 @@ def _new_token(prefix: str = TOKEN_PREFIX) -> str:
 
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+# Asked by graph: every graph to prepare (engine.graph.backend).
+
+
+def names(db: Database) -> list[str]:
+    """Every name in the entities table, in order: the entities and the index keys that
+    are not entities (a shared store's `shared:<name>`, see RESERVED)."""
+    return [row[0] for row in db.conn.execute("SELECT name FROM entities ORDER BY name")]

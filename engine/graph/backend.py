@@ -19,6 +19,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from engine.capture import entities
 from engine.graph import episodes
 from engine.kernel.config import Settings
 from engine.llm import budget, endpoint
@@ -133,7 +134,7 @@ class Graph:
         """Make the indexes of the graphs that have none yet (the database all entities
         share, then each entity's graph), off the request path; a graph that is down is
         tried again at the next tick."""
-        names = [r[0] for r in self.db.conn.execute("SELECT name FROM entities ORDER BY name")]
+        names = entities.names(self.db)
         try:
             for name in [None, *names]:
                 if not self.store.prepared(name):
@@ -221,11 +222,8 @@ class Graph:
 def waiting(db: Database, entity: str | None = None) -> dict:
     """The graph jobs that wait (for an extraction LLM, a key, a budget) and why: for
     /health, the recall manifest and the pages; {} when none waits."""
-    scope, params = ("AND entity = ?", [entity]) if entity else ("", [])
-    jobs = db.conn.execute(
-        f"SELECT COUNT(*) FROM jobs WHERE kind = ? AND state = 'waiting' {scope}",
-        [episodes.JOB_KIND, *params],
-    ).fetchone()[0]
+    waits = queue.counts(db.conn, episodes.JOB_KIND, entity or None, states=("waiting",))
+    jobs = waits["waiting"]
     reasons = [
         p.reason
         for p in queue.status(db, entity, dead_limit=0).paused
