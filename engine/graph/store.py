@@ -1,6 +1,6 @@
 """Graphiti over FalkorDB or Neo4j: what the graph reads and writes. Everything else calls
-the plain (blocking) methods of `GraphStore`; it is the one way in to graphiti_core and
-the graph drivers, with two parts beside it:
+the plain (blocking) methods of `GraphStore`, the one way in to Graphiti and the graph
+drivers. It stands on two modules of its own:
 - engine.graph.entity_graphs: Graphiti per entity (group_id = the entity's name), on one
   event loop of its own, one connection, the indexes made before the first query;
 - engine.graph.dialects: what differs between the two servers (connecting, indexes, the
@@ -9,7 +9,7 @@ the graph drivers, with two parts beside it:
   see that entity's graph (Graphiti's `remove_episode` ignores group_id there); on Neo4j
   the entities share one database and every query here filters on group_id as well.
 
-How an episode is added, and why:
+How it works, and why:
 - An episode is added under its own uuid, derived from its events: the episode node is
   written first, then Graphiti extracts into it (`add_episode(uuid=...)` reprocesses an
   existing node), then the node is marked complete. Before adding, the state is checked:
