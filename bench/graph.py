@@ -227,7 +227,7 @@ def load(graph: Graph, entity: str, size: int, rng: random.Random) -> Figures:
 
 
 def index_state(store, entity: str) -> str:
-    return store._call(store._server.vector_index_state(store._graph(entity)))
+    return store._graphs.call(store._dialect.vector_index_state(store._graphs.graph(entity)))
 
 
 def searches(
@@ -251,12 +251,12 @@ def exact_scan(graph: Graph) -> Iterator[None]:
     async def not_ready(*_):
         return None
 
-    server = graph.store._server
-    server.similar_edges = not_ready
+    dialect = graph.store._dialect
+    dialect.similar_edges = not_ready
     try:
         yield
     finally:
-        del server.similar_edges
+        del dialect.similar_edges
 
 
 def cosine_side(graph: Graph, entity: str, queries: list[str]) -> Figures:
@@ -265,15 +265,17 @@ def cosine_side(graph: Graph, entity: str, queries: list[str]) -> Figures:
     from graphiti_core.search.search_utils import edge_similarity_search
 
     store = graph.store
-    driver = store._graph(entity).driver
+    driver = store._graphs.graph(entity).driver
     index_s, exact_s, found, wanted, gave_up = [], [], 0, 0, 0
     for query in queries:
-        vector = store._call(store._embedder.create(query))
+        vector = store._graphs.call(store._embedder.create(query))
         start = time.perf_counter()
-        near = store._call(store._server.similar_edges(store._graph(entity), entity, vector, 10))
+        near = store._graphs.call(
+            store._dialect.similar_edges(store._graphs.graph(entity), entity, vector, 10)
+        )
         index_s.append(time.perf_counter() - start)
         start = time.perf_counter()
-        exact = store._call(
+        exact = store._graphs.call(
             edge_similarity_search(driver, vector, None, None, SearchFilters(), [entity], 10)
         )
         exact_s.append(time.perf_counter() - start)

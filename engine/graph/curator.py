@@ -232,7 +232,7 @@ def merge_duplicates(graph, settings: Settings, entity: str, dry_run: bool = Tru
 
 
 def _run(graph, nothing: str, work):
-    from engine.graph.store import GraphUnavailable
+    from engine.graph.entity_graphs import GraphUnavailable
 
     if graph is None:
         raise NotFound("no graph is configured (GRAPH_BACKEND=none)")

@@ -18,7 +18,6 @@ Notes and triplets given through texture_add / texture_add_triplet are events on
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import uuid as uuidlib
 from collections.abc import Callable
@@ -26,7 +25,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.capture.markers import turns_only
+from engine.capture import events as capture
+from engine.capture.markers import is_marker
 from engine.kernel import timestamps
 from engine.store import queue
 from engine.store.db import Database
@@ -70,15 +70,15 @@ def session_key(channel: str, session_id: str | None) -> str:
 def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
     """Put newly stored turns in their windows (inside the events' transaction). Markers
     (a session started, a context compacted) say nothing to extract facts from."""
-    rows = conn.execute(
-        "SELECT id, channel, session_id FROM events WHERE id IN (SELECT value FROM json_each(?))"
-        f" AND {turns_only()}",
-        (json.dumps(event_ids),),
-    ).fetchall()
+    rows = capture.without_content(conn, entity, event_ids)
     conn.executemany(
         "INSERT INTO graph_pending (event_id, entity, session_key) VALUES (?, ?, ?)"
         " ON CONFLICT (event_id) DO NOTHING",
-        [(row[0], entity, session_key(row[1], row[2])) for row in rows],
+        [
+            (row["id"], entity, session_key(row["channel"], row["session_id"]))
+            for row in rows
+            if not is_marker(row["event_type"])
+        ],
     )
 
 
@@ -115,20 +115,16 @@ def close_windows(db: Database, window: Window, *, force: bool = False) -> list[
 def _close_window(
     conn: sqlite3.Connection, entity: str, key: str, window: Window, force: bool
 ) -> list[str]:
-    rows = conn.execute(
-        "SELECT e.id, e.event_uid, e.channel, e.event_type,"
-        " length(COALESCE(e.author, e.role, e.channel)) + 2 + length(e.content) AS chars,"
-        " e.created_at, e.received_at"
-        " FROM graph_pending p JOIN events e ON e.id = p.event_id"
-        " WHERE p.entity = ? AND p.session_key = ? ORDER BY e.created_at, e.id",
-        (entity, key),
-    ).fetchall()
+    pending = conn.execute(
+        "SELECT event_id FROM graph_pending WHERE entity = ? AND session_key = ?", (entity, key)
+    )
+    rows = capture.without_content(conn, entity, [row[0] for row in pending])
     turns = [
         _Turn(
             id=r["id"],
             uid=r["event_uid"],
             kind=SINGLE_KINDS.get(r["event_type"]) if r["channel"] == TEXTURE_CHANNEL else None,
-            chars=min(r["chars"], window.max_chars),
+            chars=min(_line_chars(r), window.max_chars),
             created_at=r["created_at"],
             received_at=r["received_at"],
         )
@@ -154,6 +150,12 @@ def _close_window(
         if force or quiet or len(current) >= window.max_turns:
             chunks.append(current)
     return [_record(conn, entity, key, chunk) for chunk in chunks]
+
+
+def _line_chars(event: sqlite3.Row) -> int:
+    """The length of the event's line in an episode (`load`): `speaker: text`."""
+    speaker = next(s for s in (event["author"], event["role"], event["channel"]) if s is not None)
+    return len(speaker) + 2 + event["content_chars"]
 
 
 def _record(conn: sqlite3.Connection, entity: str, key: str, chunk: list[_Turn]) -> str:
@@ -216,23 +218,24 @@ def load(db: Database, uuid: str, max_chars: int) -> Episode | None:
     head = db.conn.execute("SELECT * FROM episodes WHERE uuid = ?", (uuid,)).fetchone()
     if head is None or head["deleted_at"] is not None:
         return None
-    events = db.conn.execute(
-        "SELECT e.event_uid, e.channel, e.author, e.role, e.content, e.metadata"
-        " FROM episode_events ee JOIN events e ON e.id = ee.event_id"
-        " WHERE ee.episode_uuid = ? ORDER BY ee.position",
-        (uuid,),
-    ).fetchall()
+    ids = [
+        row[0]
+        for row in db.conn.execute(
+            "SELECT event_id FROM episode_events WHERE episode_uuid = ? ORDER BY position", (uuid,)
+        )
+    ]
+    found = capture.by_ids(db, head["entity"], ids)
+    events = [found[i] for i in ids if i in found]
     lines, truncated = [], False
     for e in events:
-        line = f"{e['author'] or e['role'] or e['channel']}: {e['content']}"
+        line = f"{e.author or e.role or e.channel}: {e.content}"
         if len(line) > max_chars:
             cut = len(line) - max_chars
             line, truncated = line[:max_chars] + _CUT.format(cut), True
         lines.append(line)
     triplet = None
     if head["kind"] == "triplet" and events:
-        meta = json.loads(events[0]["metadata"])
-        triplet = {**meta, "fact": events[0]["content"]}
+        triplet = {**events[0].metadata, "fact": events[0].content}
     return Episode(
         uuid=uuid,
         entity=head["entity"],
@@ -240,7 +243,7 @@ def load(db: Database, uuid: str, max_chars: int) -> Episode | None:
         session_key=head["session_key"],
         started_at=head["started_at"],
         ended_at=head["ended_at"],
-        event_uids=[e["event_uid"] for e in events],
+        event_uids=[e.event_uid for e in events],
         body="\n".join(lines),
         truncated=truncated,
         triplet=triplet,
@@ -271,15 +274,16 @@ def trace(db: Database, entity: str, episode_uuids: list[str]) -> dict[str, list
         batch = episode_uuids[start : start + 500]
         marks = ",".join("?" * len(batch))
         rows = db.conn.execute(
-            "SELECT ee.episode_uuid, e.event_uid FROM episode_events ee"
+            "SELECT ee.episode_uuid, ee.event_id FROM episode_events ee"
             " JOIN episodes ep ON ep.uuid = ee.episode_uuid"
-            " JOIN events e ON e.id = ee.event_id"
             f" WHERE ep.entity = ? AND ee.episode_uuid IN ({marks})"
             " ORDER BY ee.episode_uuid, ee.position",
             [entity, *batch],
-        )
-        for episode, event_uid in rows:
-            found.setdefault(episode, []).append(event_uid)
+        ).fetchall()
+        uids = capture.uids(db, entity, [event_id for _, event_id in rows])
+        for episode, event_id in rows:
+            if event_id in uids:
+                found.setdefault(episode, []).append(uids[event_id])
     return found
 
 
@@ -331,7 +335,7 @@ def replay(db: Database, window: Window, entity: str) -> int:
             (entity, len(uuids), timestamps.now()),
         ).fetchone()[0]
         for uuid in uuids:
-            queue.enqueue(conn, entity, JOB_KIND, f"{uuid}/replay-{number}", {"episode": uuid})
+            queue.enqueue(conn, entity, JOB_KIND, uuid + _replay_key(number), {"episode": uuid})
     return number
 
 
@@ -340,21 +344,24 @@ def replay_progress(db: Database, number: int) -> dict[str, Any]:
     entity, total = db.conn.execute(
         "SELECT entity, episodes FROM graph_replays WHERE id = ?", (number,)
     ).fetchone()
-    counts = dict.fromkeys(queue.STATES, 0)
-    for state, n in db.conn.execute(
-        "SELECT state, COUNT(*) FROM jobs WHERE entity = ? AND kind = ? AND key LIKE ?"
-        " GROUP BY state",
-        (entity, JOB_KIND, f"%/replay-{number}"),
-    ):
-        counts[state] = n
+    counts = queue.counts(db.conn, JOB_KIND, entity, key_suffix=_replay_key(number))
     return {"entity": entity, "total": total, **counts}
 
 
-def _unfinished_replay(conn, entity: str) -> int | None:
-    row = conn.execute(
-        "SELECT r.id FROM graph_replays r WHERE r.entity = ? AND EXISTS (SELECT 1 FROM jobs j"
-        " WHERE j.entity = r.entity AND j.kind = ? AND j.key LIKE '%/replay-' || r.id"
-        " AND j.state NOT IN ('done', 'dead')) ORDER BY r.id DESC LIMIT 1",
-        (entity, JOB_KIND),
-    ).fetchone()
-    return row[0] if row else None
+def _unfinished_replay(conn: sqlite3.Connection, entity: str) -> int | None:
+    """The entity's newest replay with jobs still to finish, if any."""
+    numbers = conn.execute(
+        "SELECT id FROM graph_replays WHERE entity = ? ORDER BY id DESC", (entity,)
+    ).fetchall()
+    for (number,) in numbers:
+        left = queue.counts(
+            conn, JOB_KIND, entity, states=queue.UNFINISHED, key_suffix=_replay_key(number)
+        )
+        if any(left.values()):
+            return number
+    return None
+
+
+def _replay_key(number: int) -> str:
+    """How the keys of a replay's jobs end."""
+    return f"/replay-{number}"

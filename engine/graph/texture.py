@@ -298,12 +298,7 @@ def stats(graph, db: Database, settings: Settings, entity: str) -> Stats:
     waiting = db.conn.execute(
         "SELECT COUNT(*) FROM graph_pending WHERE entity = ?", (entity,)
     ).fetchone()[0]
-    jobs = dict.fromkeys(queue.STATES, 0)
-    for state, n in db.conn.execute(
-        "SELECT state, COUNT(*) FROM jobs WHERE entity = ? AND kind = ? GROUP BY state",
-        (entity, episodes.JOB_KIND),
-    ):
-        jobs[state] = n
+    jobs = queue.counts(db.conn, episodes.JOB_KIND, entity)
     whole = queue.status(db, entity)
     paused = [p.reason for p in whole.paused if p.kind == episodes.JOB_KIND]
     status, counts = _status(graph), None
@@ -366,7 +361,7 @@ def delete(graph, db: Database, entity: str, uuid: str) -> Deleted:
     keeps its events. A deleted episode stays out of replays; a deleted fact or entity
     comes back if a replay extracts it again. A graph that is down raises Unavailable
     (503): unlike a read, a delete cannot answer with less."""
-    from engine.graph.store import GraphUnavailable
+    from engine.graph.entity_graphs import GraphUnavailable
 
     status = _status(graph)
     if status == "disabled":

@@ -493,10 +493,33 @@ def _age(stamp: str | None, now: datetime) -> float | None:
     return round((now - then).total_seconds(), 3)
 
 
-# Asked by faces: `pps graph merge` refuses while a server extracts the entity's episodes.
-def running(db: Database, entity: str, kind: str) -> int:
-    """How many of the entity's jobs of `kind` are running now (leased by a worker)."""
-    return db.conn.execute(
-        "SELECT COUNT(*) FROM jobs WHERE entity = ? AND kind = ? AND state = 'running'",
-        (entity, kind),
-    ).fetchone()[0]
+# Asked by graph: its jobs counted by state (engine.graph.backend, episodes, texture).
+
+
+def counts(
+    conn: sqlite3.Connection,
+    kind: str,
+    entity: str | None = None,
+    *,
+    states: tuple[str, ...] = STATES,
+    key_suffix: str | None = None,
+) -> dict[str, int]:
+    """The jobs of `kind` in each of `states` (0 where none): of one entity, and of those
+    only the ones whose key ends with `key_suffix`, where given."""
+    marks = ",".join("?" * len(states))
+    where = [f"kind = ? AND state IN ({marks})"]
+    params: list[Any] = [kind, *states]
+    if entity is not None:
+        where.append("entity = ?")
+        params.append(entity)
+    if key_suffix is not None:
+        where.append("substr(key, ?) = ?")
+        params += [-len(key_suffix), key_suffix]
+    found = dict.fromkeys(states, 0)
+    # `+state`: grouped without the index on state, SQLite reads an entity's jobs of the
+    # states asked through the index on (entity, state): 0.1 ms, not 10-25, at 200k jobs.
+    for state, n in conn.execute(
+        f"SELECT state, COUNT(*) FROM jobs WHERE {' AND '.join(where)} GROUP BY +state", params
+    ):
+        found[state] = n
+    return found

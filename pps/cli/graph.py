@@ -72,7 +72,9 @@ def merge(
                     typer.echo(f"{name}: {plan.nodes_merged} nodes would be merged:")
                     _show(plan.groups)
                     typer.confirm(f"merge them in the graph of {name}?", abort=True)
-                busy = queue.running(db, name, episodes.JOB_KIND)
+                busy = queue.counts(db.conn, episodes.JOB_KIND, name, states=("running",))[
+                    "running"
+                ]
                 if busy:
                     fail(
                         f"{name}: {busy} episodes are being extracted into the graph now;"
