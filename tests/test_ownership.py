@@ -64,6 +64,15 @@ def _owner(module: str) -> str | None:
     return None
 
 
+def _text(node: ast.AST) -> str | None:
+    """A string constant's text; an f-string's, its parts joined around what it fills in."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+    return None
+
+
 def _sql_names() -> dict[str, set[str]]:
     tables = _tables_in_migrations()
     out = {}
@@ -72,7 +81,7 @@ def _sql_names() -> dict[str, set[str]]:
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
             names = set()
             for node in ast.walk(ast.parse(path.read_text())):
-                text = node.value if isinstance(node, ast.Constant) else None
+                text = _text(node)
                 if isinstance(text, str) and SQL.search(text):
                     names |= _named(text, tables)
             if names:
@@ -109,3 +118,6 @@ def test_the_checker_sees_a_table_named_in_sql():
     assert _named("INSERT OR IGNORE INTO entities (name) VALUES (?)", tables) == {"entities"}
     assert _named("SELECT 1 FROM x JOIN events e ON e.id = x.id", tables) == {"events"}
     assert _named("the events of an entity", tables) == set()
+    source = 'where = "x"\nsql = f"SELECT {where} FROM events"\n'
+    found = {_text(node) for node in ast.walk(ast.parse(source))}
+    assert "SELECT {} FROM events" in found
