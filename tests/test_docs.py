@@ -208,3 +208,48 @@ def test_every_setting_is_in_env_example():
     text = (ROOT / ".env.example").read_text()
     in_example = set(re.findall(r"^([A-Z][A-Z0-9_]*)=", text, flags=re.MULTILINE))
     check(in_code, in_example, ".env.example")
+
+
+def _layout() -> dict[str, str]:
+    """docs/layers.md's code layout: each folder or module it lists (`engine/search`,
+    `pps/process.py` as `pps/process`), with its text."""
+    text = (DOCS / "layers.md").read_text()
+    block = text.split("## Code layout", 1)[1].split("```", 2)[1]
+    entries: dict[str, str] = {}
+    top, current = "", None
+    for line in block.splitlines():
+        match = re.match(r"^((?:  )?)([a-z_]+/|[a-z_]+\.py)\s", line + " ")
+        if match:
+            name = match.group(2).rstrip("/").removesuffix(".py")
+            if match.group(1):
+                current = f"{top}/{name}"
+            else:
+                top = current = name
+            entries[current] = line[match.end() :]
+        elif current is not None:
+            entries[current] += " " + line.strip()
+    return entries
+
+
+def test_the_code_layout_in_layers_md_is_the_tree():
+    """Every package and module of engine/, pps/, ingest/ and mcp_bridge/ is named in
+    docs/layers.md's code layout, each engine module in its folder's line, and every
+    folder and module the layout lists exists."""
+    entries = _layout()
+    missing = []
+    for top in ("engine", "pps", "ingest", "mcp_bridge"):
+        said = " ".join(text for key, text in entries.items() if key.split("/")[0] == top)
+        for path in sorted((ROOT / top).iterdir()):
+            if path.name.startswith("_") or not (
+                path.suffix == ".py" or (path / "__init__.py").exists()
+            ):
+                continue
+            key = f"{top}/{path.stem}"
+            if top == "engine" and path.is_dir():
+                modules = [m.stem for m in path.glob("*.py") if m.stem != "__init__"]
+                text = entries.get(key, "")
+                missing += [f"{key}/{m}.py" for m in modules if not re.search(rf"\b{m}\b", text)]
+            if key not in entries and not re.search(rf"\b{path.stem}\b", said):
+                missing.append(key)
+    gone = [key for key in entries if not ((ROOT / key).is_dir() or (ROOT / f"{key}.py").exists())]
+    assert not missing and not gone, f"not in the layout: {missing}; not in the tree: {gone}"
