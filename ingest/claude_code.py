@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.kernel import limits, timestamps
-from engine.kernel.config import Settings
+from engine.kernel.config import ClientSettings
 from engine.kernel.errors import InputError
 from engine.kernel.files import ensure_private_dir
 from engine.kernel.requests import is_blank
@@ -351,7 +351,7 @@ def hook_output(event: str, context: str | None) -> dict[str, Any]:
 class Hook:
     event: str
     payload: dict[str, Any]
-    settings: Settings
+    settings: ClientSettings
     client: Client
     sessions: Sessions
     deadline: float
@@ -478,7 +478,7 @@ def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
 # --- the command ---------------------------------------------------------------------------
 
 
-def run(event: str, stdin: bytes, settings: Settings, deadline: float) -> str | None:
+def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> str | None:
     """Run one hook; return what to print (None: nothing). Raises on any failure: the
     caller logs it and still exits 0."""
     if canonical(event) is None:
@@ -498,7 +498,7 @@ def run(event: str, stdin: bytes, settings: Settings, deadline: float) -> str | 
                 log(settings, name, "; ".join(hook.problems))
 
 
-def main(event: str, settings: Settings) -> None:
+def main(event: str, settings: ClientSettings) -> None:
     """`pps hook <event>`: never blocks or breaks the session. A watchdog ends the process
     at the budget (everything taken on is in the spool by then, or was never acknowledged
     to anyone); any failure is logged to <client dir>/hooks.log, and stdout carries only
@@ -535,7 +535,7 @@ def read_stdin(deadline: float) -> bytes:
     return b"".join(chunks)
 
 
-def log(settings: Settings, event: str, message: str) -> None:
+def log(settings: ClientSettings, event: str, message: str) -> None:
     """One line in <client dir>/hooks.log (0600; the previous log is kept as hooks.log.1
     past 1 MB). Never raises: a hook's last resort must not fail."""
     try:

@@ -181,6 +181,15 @@ def _listening_socket(port: int) -> socket.socket:
     return sock
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_config(tmp_path_factory) -> Iterator[None]:
+    """The settings of whoever runs the tests (their ~/.config/pps/.env) are not the
+    tests': every test, and every process it starts, sees an empty config folder."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+        yield
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[AppServer]:
     with AppServer(tmp_path_factory.mktemp("pps") / "data") as app:
