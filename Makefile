@@ -44,6 +44,7 @@ neo4j: tests/neo4j/target/.built $(VENV)/.installed
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .

@@ -304,10 +304,12 @@ def prompt_text(payload: dict[str, Any]) -> str | None:
     return prompt if isinstance(prompt, str) and prompt.strip() else None
 
 
-def prompt_events(payload: dict[str, Any], occurrence: int, max_bytes: int) -> list[dict]:
+def prompt_events(payload: dict[str, Any], occurrence: int, max_bytes: int) -> list[dict[str, Any]]:
     """The prompt's event (in parts when long): its uid is the one the transcript sweep
     derives for the prompt's `occurrence`-th time in the session (`user_turn_uid`)."""
     prompt = prompt_text(payload)
+    if prompt is None:  # the callers ask prompt_text first
+        raise ValueError("a UserPromptSubmit payload without a prompt to capture")
     session = session_of(payload)
     event = marker(
         payload, "UserPromptSubmit", "message", user_turn_uid(session, prompt, occurrence), prompt
@@ -361,7 +363,7 @@ class Hook:
     def session(self) -> str:
         return session_of(self.payload)
 
-    def marker(self, event_type: str, uid: str, content: str, **metadata: Any) -> dict:
+    def marker(self, event_type: str, uid: str, content: str, **metadata: Any) -> dict[str, Any]:
         return marker(self.payload, self.event, event_type, uid, content, **metadata)
 
     def transcript_turns(self) -> tuple[list[dict[str, Any]], int]:

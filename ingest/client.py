@@ -30,6 +30,10 @@ _STOP = "stop"
 _ISOLATE = "isolate"
 
 
+Answer = tuple[int | None, Any, str | None]
+"""(status or None, JSON body or None, a problem a person can act on)."""
+
+
 class ClientConfigError(Exception):
     """The client cannot know where to send or as whom: a person has to fix a setting."""
 
@@ -75,7 +79,7 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -113,7 +117,9 @@ class Client:
             self.spool.commit(batch)
         self.spool.finish_file()
 
-    def _deliver(self, events: list[dict], result: Flushed, deadline: float | None) -> bool:
+    def _deliver(
+        self, events: list[dict[str, Any]], result: Flushed, deadline: float | None
+    ) -> bool:
         """POST `events`; True when each is acknowledged or rejected, False to stop."""
         status, body, problem = self._post("/v1/events", events, deadline)
         if status == 200 and isinstance(body, dict):
@@ -153,10 +159,10 @@ class Client:
         text = body.get("context")
         return (text if isinstance(text, str) and text.strip() else None), None
 
-    def _post(self, path: str, payload: Any, deadline: float | None):
+    def _post(self, path: str, payload: Any, deadline: float | None) -> Answer:
         return self._request("POST", path, deadline, json=payload)
 
-    def _request(self, method: str, path: str, deadline: float | None, **options):
+    def _request(self, method: str, path: str, deadline: float | None, **options: Any) -> Answer:
         """(status or None, JSON body or None, a problem a person can act on)."""
         timeout = self.timeout
         if deadline is not None:

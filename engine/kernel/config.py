@@ -49,8 +49,8 @@ def named_data_dir() -> str | None:
     for name, value in os.environ.items():
         if name.upper() == "PPS_DATA_DIR" and value.strip():
             return value
-    value = dotenv_values(config_env_file()).get("PPS_DATA_DIR")
-    return value if value and value.strip() else None
+    given = dotenv_values(config_env_file()).get("PPS_DATA_DIR")
+    return given if given and given.strip() else None
 
 
 def env_files(data_dir: Path | str | None = None) -> tuple[Path, Path]:
@@ -381,7 +381,7 @@ def settings_env(**fields: Any) -> dict[str, str]:
     env = {}
     for name, value in fields.items():
         alias = Settings.model_fields[name].validation_alias
-        key = alias.choices[0] if alias is not None else f"PPS_{name.upper()}"
+        key = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"PPS_{name.upper()}"
         if value is None:
             env[key] = ""
         elif isinstance(value, bool):
