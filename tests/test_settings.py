@@ -77,6 +77,8 @@ def test_dot_env_is_read_from_the_config_folder_and_the_data_dir(user, monkeypat
     assert settings.data_dir == data.parent and ClientSettings().port == 9124
     monkeypatch.setenv("PPS_PORT", "9125")
     assert Settings().port == 9125 and ClientSettings().port == 9125
+    monkeypatch.setenv("PPS_PORT", "")  # empty: not set, so the data dir's .env says
+    assert Settings().port == 9124
     monkeypatch.delenv("PPS_PORT")
 
     mine = user / "mine"

@@ -42,7 +42,7 @@ def config_env_file() -> Path:
     return platformdirs.user_config_path("pps") / ".env"
 
 
-def named_data_dir() -> str | None:
+def _named_data_dir() -> str | None:
     """PPS_DATA_DIR as the environment gives it, else as the config folder's `.env` does;
     None when neither does (blank is not given). Not the data dir's own `.env`: it is
     found by this."""
@@ -56,8 +56,8 @@ def named_data_dir() -> str | None:
 def env_files(data_dir: Path | str | None = None) -> tuple[Path, Path]:
     """The `.env` files settings are read from, the second winning over the first: the
     config folder's and `<data dir>/.env`, for the data dir given, else the one named
-    (`named_data_dir`), else the default one."""
-    chosen = data_dir or named_data_dir()
+    (`_named_data_dir`), else the default one."""
+    chosen = data_dir or _named_data_dir()
     folder = _user_folder(chosen, "data_dir")
     return config_env_file(), folder / ".env"
 
@@ -357,7 +357,7 @@ class Settings(ClientSettings):
         """The data dir named by the environment or the config folder's `.env` is the one
         whose `.env` is read; that `.env` cannot name another."""
         if "_env_file" not in values and "data_dir" not in values:
-            values["data_dir"] = named_data_dir()
+            values["data_dir"] = _named_data_dir()
         super().__init__(**values)
 
     @field_validator("data_dir", mode="before")
