@@ -26,15 +26,15 @@ tests/neo4j/target/.built: tests/neo4j/pom.xml $(wildcard tests/neo4j/src/main/j
 # A local Neo4j 5.26 community without Docker, for GRAPH_BACKEND=neo4j (docs/settings.md,
 # "Neo4j without Docker"): the launcher in tests/neo4j (java 17 and mvn; built once), Bolt
 # only, on 127.0.0.1:$(NEO4J_PORT), user neo4j. The password (8+ characters) is
-# NEO4J_PASSWORD from the environment, else from .env, as pps reads it; none, no start.
+# NEO4J_PASSWORD as pps reads it (the environment, else its .env files); none, no start.
 # The database is kept in NEO4J_DATA across restarts; Ctrl-C stops it cleanly.
 NEO4J_DATA ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/pps/neo4j
 NEO4J_PORT ?= 7687
 
 neo4j: tests/neo4j/target/.built $(VENV)/.installed
-	@password="$${NEO4J_PASSWORD:-$$($(BIN)/python -c 'from dotenv import dotenv_values; print(dotenv_values(".env").get("NEO4J_PASSWORD") or "")')}"; \
+	@password="$${NEO4J_PASSWORD:-$$($(BIN)/python -c 'from engine.kernel.config import Settings; p = Settings().neo4j_password; print(p.get_secret_value() if p else "")')}"; \
 	if [ $${#password} -lt 8 ]; then \
-	  echo "make neo4j: set NEO4J_PASSWORD (8+ characters) in .env or the environment" >&2; exit 1; \
+	  echo "make neo4j: set NEO4J_PASSWORD (8+ characters) in pps's .env or the environment" >&2; exit 1; \
 	fi; \
 	umask 077; mkdir -p "$(NEO4J_DATA)"; \
 	echo "Neo4j: data in $(NEO4J_DATA), Bolt on 127.0.0.1:$(NEO4J_PORT) (Ctrl-C stops it)"; \
@@ -44,6 +44,7 @@ neo4j: tests/neo4j/target/.built $(VENV)/.installed
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .

@@ -73,7 +73,9 @@ class Runtime:
         if self.curator is not None:
             self.curator.start()
         # Loaded now, so the first recall (a hook with a 2 s budget) does not pay for them.
-        models = [(f"embedding model {self.settings.embedding_model}", self.index.embedder)]
+        models: list[tuple[str, Callable[[], object]]] = [
+            (f"embedding model {self.settings.embedding_model}", self.index.embedder)
+        ]
         if self.settings.search_rerank:
             models.append((f"reranker {rerank.MODEL}", rerank.get))
         self._load_beside("pps-load-models", models)

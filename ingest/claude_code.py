@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.kernel import limits, timestamps
-from engine.kernel.config import Settings
+from engine.kernel.config import ClientSettings
 from engine.kernel.errors import InputError
 from engine.kernel.files import ensure_private_dir
 from engine.kernel.requests import is_blank
@@ -304,10 +304,12 @@ def prompt_text(payload: dict[str, Any]) -> str | None:
     return prompt if isinstance(prompt, str) and prompt.strip() else None
 
 
-def prompt_events(payload: dict[str, Any], occurrence: int, max_bytes: int) -> list[dict]:
+def prompt_events(payload: dict[str, Any], occurrence: int, max_bytes: int) -> list[dict[str, Any]]:
     """The prompt's event (in parts when long): its uid is the one the transcript sweep
     derives for the prompt's `occurrence`-th time in the session (`user_turn_uid`)."""
     prompt = prompt_text(payload)
+    if prompt is None:  # the callers ask prompt_text first
+        raise ValueError("a UserPromptSubmit payload without a prompt to capture")
     session = session_of(payload)
     event = marker(
         payload, "UserPromptSubmit", "message", user_turn_uid(session, prompt, occurrence), prompt
@@ -351,7 +353,7 @@ def hook_output(event: str, context: str | None) -> dict[str, Any]:
 class Hook:
     event: str
     payload: dict[str, Any]
-    settings: Settings
+    settings: ClientSettings
     client: Client
     sessions: Sessions
     deadline: float
@@ -361,7 +363,7 @@ class Hook:
     def session(self) -> str:
         return session_of(self.payload)
 
-    def marker(self, event_type: str, uid: str, content: str, **metadata: Any) -> dict:
+    def marker(self, event_type: str, uid: str, content: str, **metadata: Any) -> dict[str, Any]:
         return marker(self.payload, self.event, event_type, uid, content, **metadata)
 
     def transcript_turns(self) -> tuple[list[dict[str, Any]], int]:
@@ -478,7 +480,7 @@ def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
 # --- the command ---------------------------------------------------------------------------
 
 
-def run(event: str, stdin: bytes, settings: Settings, deadline: float) -> str | None:
+def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> str | None:
     """Run one hook; return what to print (None: nothing). Raises on any failure: the
     caller logs it and still exits 0."""
     if canonical(event) is None:
@@ -498,7 +500,7 @@ def run(event: str, stdin: bytes, settings: Settings, deadline: float) -> str | 
                 log(settings, name, "; ".join(hook.problems))
 
 
-def main(event: str, settings: Settings) -> None:
+def main(event: str, settings: ClientSettings) -> None:
     """`pps hook <event>`: never blocks or breaks the session. A watchdog ends the process
     at the budget (everything taken on is in the spool by then, or was never acknowledged
     to anyone); any failure is logged to <client dir>/hooks.log, and stdout carries only
@@ -535,7 +537,7 @@ def read_stdin(deadline: float) -> bytes:
     return b"".join(chunks)
 
 
-def log(settings: Settings, event: str, message: str) -> None:
+def log(settings: ClientSettings, event: str, message: str) -> None:
     """One line in <client dir>/hooks.log (0600; the previous log is kept as hooks.log.1
     past 1 MB). Never raises: a hook's last resort must not fail."""
     try:

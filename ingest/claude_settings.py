@@ -143,7 +143,7 @@ def http_refused(url: str) -> str | None:
     or None. A name that does not resolve here is not refused here."""
     host = urlsplit(url).hostname or ""
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
     except (OSError, UnicodeError):
         return None
     for address in sorted(addresses):
@@ -236,7 +236,7 @@ def uninstall(path: Path) -> Changes:
     return changes
 
 
-def _hooks(groups: list) -> list[tuple[dict, dict]]:
+def _hooks(groups: list[Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [
         (group, hook)
         for group in groups
@@ -246,7 +246,7 @@ def _hooks(groups: list) -> list[tuple[dict, dict]]:
     ]
 
 
-def _drop_empty(hooks: dict, event: str, emptied: set[int]) -> None:
+def _drop_empty(hooks: dict[str, Any], event: str, emptied: set[int]) -> None:
     """Remove the groups we emptied, and the event if we emptied its list."""
     groups = hooks[event]
     groups[:] = [g for g in groups if not (id(g) in emptied and not g["hooks"])]
@@ -254,7 +254,7 @@ def _drop_empty(hooks: dict, event: str, emptied: set[int]) -> None:
         del hooks[event]
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -272,7 +272,7 @@ def _read(path: Path) -> dict:
     return settings
 
 
-def _write(path: Path, settings: dict, mode: int | None = None) -> None:
+def _write(path: Path, settings: dict[str, Any], mode: int | None = None) -> None:
     """Atomically, as `mode`, else keeping the file's mode (0600 for a new file; a new
     folder is 0700). Claude Code keeps a file's mode when it rewrites it."""
     if not path.parent.exists():

@@ -22,12 +22,16 @@ from typing import Any
 
 import httpx
 
-from engine.kernel.config import Settings
+from engine.kernel.config import ClientSettings
 from ingest.http import service_client
 from ingest.spool import Spool
 
 _STOP = "stop"
 _ISOLATE = "isolate"
+
+
+Answer = tuple[int | None, Any, str | None]
+"""(status or None, JSON body or None, a problem a person can act on)."""
 
 
 class ClientConfigError(Exception):
@@ -62,7 +66,7 @@ class Client:
         self._http = service_client(self.url, token, base_url=self.url)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Client:
+    def from_settings(cls, settings: ClientSettings) -> Client:
         url, token = service_url(settings), read_token(settings)
         return cls(
             url,
@@ -75,7 +79,7 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -113,7 +117,9 @@ class Client:
             self.spool.commit(batch)
         self.spool.finish_file()
 
-    def _deliver(self, events: list[dict], result: Flushed, deadline: float | None) -> bool:
+    def _deliver(
+        self, events: list[dict[str, Any]], result: Flushed, deadline: float | None
+    ) -> bool:
         """POST `events`; True when each is acknowledged or rejected, False to stop."""
         status, body, problem = self._post("/v1/events", events, deadline)
         if status == 200 and isinstance(body, dict):
@@ -153,10 +159,10 @@ class Client:
         text = body.get("context")
         return (text if isinstance(text, str) and text.strip() else None), None
 
-    def _post(self, path: str, payload: Any, deadline: float | None):
+    def _post(self, path: str, payload: Any, deadline: float | None) -> Answer:
         return self._request("POST", path, deadline, json=payload)
 
-    def _request(self, method: str, path: str, deadline: float | None, **options):
+    def _request(self, method: str, path: str, deadline: float | None, **options: Any) -> Answer:
         """(status or None, JSON body or None, a problem a person can act on)."""
         timeout = self.timeout
         if deadline is not None:
@@ -184,11 +190,11 @@ def _verdict(status: int | None) -> str:
     return _STOP
 
 
-def service_url(settings: Settings) -> str:
+def service_url(settings: ClientSettings) -> str:
     return (settings.url or f"http://127.0.0.1:{settings.port}").rstrip("/")
 
 
-def read_token(settings: Settings) -> str:
+def read_token(settings: ClientSettings) -> str:
     if settings.token is not None and settings.token.get_secret_value().strip():
         return settings.token.get_secret_value().strip()
     if settings.token_file is not None:
@@ -205,7 +211,7 @@ def read_token(settings: Settings) -> str:
     )
 
 
-def client_dir(settings: Settings) -> Path:
+def client_dir(settings: ClientSettings) -> Path:
     return settings.client_dir.expanduser()
 
 
@@ -215,7 +221,7 @@ def identity(url: str, token: str) -> str:
     return hashlib.sha256(f"{url}\n{token}".encode()).hexdigest()[:16]
 
 
-def spool_path(settings: Settings, of: str) -> Path:
+def spool_path(settings: ClientSettings, of: str) -> Path:
     """The spool for the identity `of` (see `identity`), unless PPS_SPOOL_PATH names one."""
     if settings.spool_path is not None:
         return settings.spool_path.expanduser()
@@ -234,7 +240,7 @@ class Waiting:
 _SPOOL_NAME = re.compile(r"^(spool-[0-9a-f]{16}\.jsonl)")
 
 
-def other_spools(settings: Settings, but: Path) -> list[Waiting]:
+def other_spools(settings: ClientSettings, but: Path) -> list[Waiting]:
     """The spools under the client directory, other than `but`, that hold events: those
     written for another service (another URL, even one naming the same service
     differently: localhost and 127.0.0.1) or another token."""

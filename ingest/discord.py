@@ -168,10 +168,10 @@ def _attachment(attachment: Any) -> dict[str, Any]:
     return found
 
 
-def _content(message: Any, attachments: list[dict]) -> str:
+def _content(message: Any, attachments: list[dict[str, Any]]) -> str:
     """The text, or what the message carried instead (the service stores no empty content)."""
     if (message.content or "").strip():
-        return message.content
+        return str(message.content)
     if attachments:
         return "[attachments: " + ", ".join(a["filename"] for a in attachments) + "]"
     if getattr(message, "stickers", None):

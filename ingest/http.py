@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -9,7 +10,7 @@ import httpx
 from engine.kernel.net import is_loopback
 
 
-def service_client(url: str, token: str, **options) -> httpx.Client:
+def service_client(url: str, token: str, **options: Any) -> httpx.Client:
     """An httpx client for the service at `url`, as the entity whose token it is. A loopback
     URL ignores proxy settings from the environment; certificates are loaded only for
     https (loading them costs every hook about 60 ms)."""

@@ -22,7 +22,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpx
 
@@ -71,11 +71,11 @@ class Relay:
 
     # --- stdio ---
 
-    def run(self, stdin) -> None:
+    def run(self, stdin: BinaryIO) -> None:
         """Read messages until EOF; each is forwarded on its own thread, so a ping is not
         queued behind a long tool call. Answers to requests already read are still
         written after EOF."""
-        workers = []
+        workers: list[threading.Thread] = []
         while line := stdin.readline():
             if not line.strip():
                 continue
@@ -200,7 +200,7 @@ class Relay:
         if isinstance(version, str):
             self.http.headers["mcp-protocol-version"] = version
 
-    def _local_initialize(self, message: dict) -> dict:
+    def _local_initialize(self, message: dict[str, Any]) -> dict[str, Any]:
         """The answer to `initialize` while the service is down: the client's own protocol
         version (no header is sent for it, so the service will assume its default)."""
         params = message.get("params") or {}
@@ -258,7 +258,7 @@ def _request_in(line: bytes) -> Any:
     return message if _is_request(message) else None
 
 
-def _error(request_id: Any, code: int, message: str) -> dict:
+def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 

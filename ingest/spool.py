@@ -167,7 +167,7 @@ class Spool:
         self.sending.unlink(missing_ok=True)
         self.offset_path.unlink(missing_ok=True)
 
-    def reject(self, event: Any, status: int | None, problem: str) -> None:
+    def reject(self, event: Any, status: int | None, problem: str | None) -> None:
         """Keep a refused event, with why, where `pps ingest flush` points to."""
         record = {"at": timestamps.now(), "status": status, "problem": problem, "event": event}
         fd = os.open(self.rejected_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

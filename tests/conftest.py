@@ -181,6 +181,96 @@ def _listening_socket(port: int) -> socket.socket:
     return sock
 
 
+# --- markers (pyproject.toml names them): what a test needs beyond this process ---
+# `pytest -m "not graph and not neo4j and not browser and not process"` is the quick loop
+# (README.md, "Run and test"). A test is marked by the fixtures it takes, and by this map
+# for what no fixture shows: a module (every test in it) or one test of a module.
+
+BY_FIXTURE = {"graph_target": "graph", "neo4j_server": "neo4j", "browser_context": "browser"}
+MARKED = {
+    # the knowledge graph: an embedded FalkorDB, Graphiti, the stub LLM extracting
+    "test_graph_curator.py": {"graph"},
+    "test_graph_first_query.py": {"graph"},
+    "test_graph_http.py": {"graph", "process"},
+    "test_graph_ingest.py": {"graph"},
+    "test_graph_neo4j.py": {"graph", "neo4j"},
+    "test_graph_server.py": {"graph"},
+    "test_graph_server.py::test_the_server_dies_with_the_engine": {"process"},
+    "test_llm_wires.py": {"graph"},
+    "test_ui_graph.py": {"graph"},
+    "test_check.py::test_a_fact_that_traces_to_no_event_is_found_when_the_graph_is_up": {"graph"},
+    # `pps serve`, a `pps` command or another Python started as a process
+    "test_cli.py": {"process"},
+    "test_compose_neo4j.py": {"process"},
+    "test_crash_safety.py": {"process"},
+    "test_fast_start.py": {"process", "graph"},
+    "test_first_hour.py": {"process"},
+    "test_first_start.py": {"process"},
+    "test_install.py": {"process"},
+    "test_readme.py": {"process"},
+    "test_stdio_relay.py": {"process"},
+    "test_telemetry.py": {"process"},
+    "test_disk_full.py::test_home_files_on_a_full_disk_answer_503_and_leave_nothing": {"process"},
+    "test_hooks_claude_code.py": {"process"},  # the hook as Claude Code runs it: `pps hook`
+    "test_hooks_install.py": {"process"},
+    "test_import_discord_db.py": {"process"},
+    "test_import_journals.py": {"process"},
+    "test_hooks_http.py::"
+    "test_a_repeated_prompt_is_two_turns_and_the_transcript_sweep_stores_neither_again": {
+        "process"
+    },
+    "test_hooks_http.py::"
+    "test_three_prompts_while_the_service_is_down_are_each_stored_once_when_it_is_back": {
+        "process"
+    },
+    "test_ingest_client.py::test_stopped_service_spools_and_the_next_flush_sends_in_order_once": {
+        "process"
+    },
+    "test_ingest_client.py::test_a_hung_service_does_not_hold_the_caller_past_its_deadline": {
+        "process"
+    },
+    "test_ingest_client.py::test_sigkill_between_spool_and_flush_loses_nothing": {"process"},
+    "test_ingest_client.py::test_sigkill_mid_flush_then_flush_again_stores_each_event_once": {
+        "process"
+    },
+    "test_ingest_client.py::test_flush_command_reports_service_down": {"process"},
+    "test_ingest_client.py::test_flush_without_a_token_names_the_setting": {"process"},
+    "test_ingest_client.py::test_flush_and_import_take_the_token_file_option": {"process"},
+    "test_ingest_client.py::test_flush_says_which_service_and_spool_and_where_other_events_wait": {
+        "process"
+    },
+    "test_ingest_client.py::test_flush_with_a_token_the_service_refuses_says_so": {"process"},
+    "test_layers.py::test_the_client_side_loads_nothing_heavy": {"process"},
+    "test_layers.py::test_serve_refuses_a_remote_host_before_loading_the_engine": {"process"},
+    "test_queue.py::test_worker_process_killed_mid_job_is_reclaimed_and_finishes_once": {"process"},
+    "test_search_fallback.py::test_without_the_reranker_search_still_ranks_and_health_says_why": {
+        "process"
+    },
+    "test_search_files.py::test_reindex_rebuilds_the_index_from_disk": {"process"},
+}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        module = item.path.name
+        marks = {mark for name, mark in BY_FIXTURE.items() if name in item.fixturenames}
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("graph_target") == "neo4j":
+            marks.add("neo4j")
+        marks |= MARKED.get(module, set()) | MARKED.get(f"{module}::{item.originalname}", set())
+        for mark in sorted(marks):
+            item.add_marker(mark)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_config(tmp_path_factory) -> Iterator[None]:
+    """The settings of whoever runs the tests (their ~/.config/pps/.env) are not the
+    tests': every test, and every process it starts, sees an empty config folder."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+        yield
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[AppServer]:
     with AppServer(tmp_path_factory.mktemp("pps") / "data") as app:

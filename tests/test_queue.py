@@ -252,6 +252,8 @@ def test_backoff_grows_with_jitter_and_is_capped():
     policy = Policy(backoff_initial_s=1, backoff_max_s=30)
     delays = [policy.backoff(n) for n in range(1, 12)]
     assert delays[0] >= 1 and delays[3] > delays[0]
+    for failed, delay in enumerate(delays, 1):  # 1 s doubled per failure, up to 1 s of jitter
+        assert min(2 ** (failed - 1), 30) <= delay <= min(2 ** (failed - 1) + 1, 30)
     assert max(delays) <= 30 and delays[-1] == 30
     assert len({policy.backoff(3) for _ in range(20)}) > 1  # jittered
 

@@ -57,7 +57,7 @@ class Event(BaseModel):
     received_at: str
 
     @classmethod
-    def from_row(cls, row) -> Event:
+    def from_row(cls, row: sqlite3.Row | dict[str, Any]) -> Event:
         data = dict(row)
         data["metadata"] = json.loads(data["metadata"])
         return cls.model_validate(data)
@@ -83,7 +83,8 @@ class EventFilter(Request):
 
     def where(self, entity: str, alias: str = "") -> tuple[str, list[Any]]:
         """The SQL condition for this filter (columns prefixed with `alias`)."""
-        clauses, params = [f"{alias}entity = ?"], [entity]
+        clauses: list[str] = [f"{alias}entity = ?"]
+        params: list[Any] = [entity]
         for column in ("channel", "event_type", "session_id"):
             value = getattr(self, column)
             if value is not None:
@@ -392,7 +393,9 @@ def turns_around_event(
     return _around(db, where, params, (event.created_at, event.id), count)
 
 
-def _around(db: Database, where: str, params: list, at: tuple, count: int) -> list[Event]:
+def _around(
+    db: Database, where: str, params: list[Any], at: tuple[Any, ...], count: int
+) -> list[Event]:
     """The events at or before `at` and after it, `count` in all: (created_at,) or
     (created_at, id)."""
     columns = "created_at" if len(at) == 1 else "(created_at, id)"

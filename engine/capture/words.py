@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import sys
 from functools import cache
+from typing import Any
 
 MAX_QUERY_TERMS = 32
 
@@ -34,7 +35,7 @@ def word_pattern() -> str:
     return f"^(?=[\\s\\S]*[{ranges}])"
 
 
-def searchable(schema: dict) -> None:
+def searchable(schema: dict[str, Any]) -> None:
     """`json_schema_extra` of a query refused when `keywords` finds no word in it (built
     when a schema is, not when this module is imported: it takes a third of a second)."""
     schema["pattern"] = word_pattern()

@@ -1,15 +1,22 @@
-"""Settings, read from the environment and `.env` (pydantic-settings).
+"""Settings, read from the environment and two `.env` files (pydantic-settings).
 
-Every setting is listed with a comment in `.env.example`. Command-line flags
-(`--data-dir`, `--port`, ...) override the environment.
+`ClientSettings` are what a client reads (a hook, the spool, the MCP relay, an importer:
+the service's address, the token, the client's folder, the hook's budget and limits);
+`Settings`, the server's, are those and the rest. Both read, the later winning: the
+user's config folder's `.env`, the data dir's `.env`, the environment; never a `.env` in
+the current folder (a hook runs inside any project). Every setting is listed with a
+comment in `.env.example`. Command-line flags (`--data-dir`, `--port`, ...) override them
+all.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
+from dotenv import dotenv_values
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -27,10 +34,107 @@ def default_folder(setting: str) -> Path:
     return platformdirs.user_state_path("pps")
 
 
-class Settings(BaseSettings):
+def config_env_file() -> Path:
+    """The user's own `.env`: `$XDG_CONFIG_HOME/pps/.env`, else `~/.config/pps/.env`
+    (platformdirs' config folder on macOS and Windows)."""
+    import platformdirs
+
+    return platformdirs.user_config_path("pps") / ".env"
+
+
+def _named_data_dir() -> str | None:
+    """PPS_DATA_DIR as the environment gives it, else as the config folder's `.env` does;
+    None when neither does (blank is not given). Not the data dir's own `.env`: it is
+    found by this."""
+    for name, value in os.environ.items():
+        if name.upper() == "PPS_DATA_DIR" and value.strip():
+            return value
+    given = dotenv_values(config_env_file()).get("PPS_DATA_DIR")
+    return given if given and given.strip() else None
+
+
+def env_files(data_dir: Path | str | None = None) -> tuple[Path, Path]:
+    """The `.env` files settings are read from, the second winning over the first: the
+    config folder's and `<data dir>/.env`, for the data dir given, else the one named
+    (`_named_data_dir`), else the default one."""
+    chosen = data_dir or _named_data_dir()
+    folder = _user_folder(chosen, "data_dir")
+    return config_env_file(), folder / ".env"
+
+
+def _user_folder(value: Any, setting: str) -> Path:
+    """Unset (or blank): the user's own folder, whatever the current folder is; a path
+    given is made absolute (against the current folder), `~` expanded."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return default_folder(setting)
+    return Path(value).expanduser().absolute()
+
+
+class ClientSettings(BaseSettings):
+    """What the clients read (`ingest/`): where the service is, which entity they are,
+    where they keep their state, and a hook's budget and limits."""
+
+    # An empty value (`LLM_MODEL=`, as .env.example writes it) is not set: the next
+    # source, else the default, gives the setting.
     model_config = SettingsConfigDict(
-        env_prefix="PPS_", env_file=".env", extra="ignore", populate_by_name=True
+        env_prefix="PPS_", env_ignore_empty=True, extra="ignore", populate_by_name=True
     )
+
+    port: int = Field(8000, ge=1, le=65535, description="Port the server listens on.")
+    max_content_bytes: int = Field(256 * 1024, ge=1, description="Largest event content (UTF-8).")
+    url: str | None = Field(
+        None,
+        description="The service the clients (hooks, daemons, importers) send to; "
+        "default http://127.0.0.1:<PPS_PORT>.",
+    )
+    token: SecretStr | None = Field(
+        None, description="The entity token the clients send (prefer PPS_TOKEN_FILE)."
+    )
+    token_file: Path | None = Field(
+        None, description="A 0600 file holding the entity token (read when PPS_TOKEN is unset)."
+    )
+    client_dir: Path = Field(
+        None,
+        validate_default=True,
+        description="Where clients keep their spool, the transcript positions of hooks and "
+        "hooks.log; unset: the user's state folder ($XDG_STATE_HOME/pps, else "
+        "~/.local/state/pps).",
+    )
+    spool_path: Path | None = Field(
+        None,
+        description="The spool file (default: one per service and token under PPS_CLIENT_DIR).",
+    )
+    client_timeout_s: float = Field(
+        30.0, gt=0, description="Longest wait for one request from an importer or a flush."
+    )
+    client_batch: int = Field(
+        500, ge=1, description="Events per request when the client sends the spool."
+    )
+    hook_budget_s: float = Field(
+        2.0, gt=0, description="A hook returns within this many seconds, whatever happens."
+    )
+    hook_max_chars: int = Field(
+        10_000,
+        ge=1_000,
+        le=1_000_000,
+        description="Most characters a hook injects; recall fills them most important first"
+        " and says what it left out.",
+    )
+
+    def __init__(self, **values: Any) -> None:
+        """`_env_file` (pydantic-settings') replaces the two `.env` files; None reads none."""
+        if "_env_file" not in values:
+            values["_env_file"] = env_files(values.get("data_dir"))
+        super().__init__(**values)
+
+    @field_validator("client_dir", mode="before")
+    @classmethod
+    def _client_folder(cls, value: Any) -> Path:
+        return _user_folder(value, "client_dir")
+
+
+class Settings(ClientSettings):
+    """The server's settings: the clients' and everything the service itself reads."""
 
     data_dir: Path = Field(
         None,
@@ -39,11 +143,9 @@ class Settings(BaseSettings):
         "($XDG_DATA_HOME/pps, else ~/.local/share/pps).",
     )
     host: str = Field("127.0.0.1", description="Address the server binds.")
-    port: int = Field(8000, ge=1, le=65535, description="Port the server listens on.")
     allow_remote: bool = Field(False, description="Allow binding a non-loopback address.")
 
     max_batch: int = Field(1000, ge=1, description="Most events accepted in one request.")
-    max_content_bytes: int = Field(256 * 1024, ge=1, description="Largest event content (UTF-8).")
     max_request_bytes: int = Field(
         32 * 1024 * 1024, ge=1024, description="Largest request body the server reads."
     )
@@ -251,72 +353,17 @@ class Settings(BaseSettings):
         False, description="At start, replay the log into an empty graph (else only report it)."
     )
 
-    # --- ingest (clients, hooks, importers) ---
-    url: str | None = Field(
-        None,
-        description="The service the clients (hooks, daemons, importers) send to; "
-        "default http://127.0.0.1:<PPS_PORT>.",
-    )
-    token: SecretStr | None = Field(
-        None, description="The entity token the clients send (prefer PPS_TOKEN_FILE)."
-    )
-    token_file: Path | None = Field(
-        None, description="A 0600 file holding the entity token (read when PPS_TOKEN is unset)."
-    )
-    client_dir: Path = Field(
-        None,
-        validate_default=True,
-        description="Where clients keep their spool, the transcript positions of hooks and "
-        "hooks.log; unset: the user's state folder ($XDG_STATE_HOME/pps, else "
-        "~/.local/state/pps).",
-    )
-    spool_path: Path | None = Field(
-        None,
-        description="The spool file (default: one per service and token under PPS_CLIENT_DIR).",
-    )
-    client_timeout_s: float = Field(
-        30.0, gt=0, description="Longest wait for one request from an importer or a flush."
-    )
-    client_batch: int = Field(
-        500, ge=1, description="Events per request when the client sends the spool."
-    )
-    hook_budget_s: float = Field(
-        2.0, gt=0, description="A hook returns within this many seconds, whatever happens."
-    )
-    hook_max_chars: int = Field(
-        10_000,
-        ge=1_000,
-        le=1_000_000,
-        description="Most characters a hook injects; recall fills them most important first"
-        " and says what it left out.",
-    )
+    def __init__(self, **values: Any) -> None:
+        """The data dir named by the environment or the config folder's `.env` is the one
+        whose `.env` is read; that `.env` cannot name another."""
+        if "_env_file" not in values and "data_dir" not in values:
+            values["data_dir"] = _named_data_dir()
+        super().__init__(**values)
 
-    @field_validator(
-        "url",
-        "token",
-        "token_file",
-        "spool_path",
-        "graph_url",
-        "llm_base_url",
-        "llm_model",
-        "llm_small_model",
-        "llm_api_key",
-        mode="before",
-    )
+    @field_validator("data_dir", mode="before")
     @classmethod
-    def _blank_is_unset(cls, value):
-        """`LLM_MODEL=` in .env (as .env.example writes it) means not set; an empty path
-        would otherwise be the current directory."""
-        return None if isinstance(value, str) and not value.strip() else value
-
-    @field_validator("data_dir", "client_dir", mode="before")
-    @classmethod
-    def _user_folder_if_unset(cls, value, info):
-        """Unset (or blank): the user's own folder, whatever the current folder is; a
-        path given is made absolute (against the current folder), `~` expanded."""
-        if value is None or (isinstance(value, str) and not value.strip()):
-            return default_folder(info.field_name)
-        return Path(value).expanduser().absolute()
+    def _data_folder(cls, value: Any) -> Path:
+        return _user_folder(value, "data_dir")
 
     @property
     def database_path(self) -> Path:
@@ -334,7 +381,7 @@ def settings_env(**fields: Any) -> dict[str, str]:
     env = {}
     for name, value in fields.items():
         alias = Settings.model_fields[name].validation_alias
-        key = alias.choices[0] if alias is not None else f"PPS_{name.upper()}"
+        key = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"PPS_{name.upper()}"
         if value is None:
             env[key] = ""
         elif isinstance(value, bool):

@@ -3,8 +3,9 @@ which every face (REST, the web face, MCP, the CLI) derives its answer to each."
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -31,7 +32,7 @@ class Problem(BaseModel):
     problems: list[ProblemOut]
 
 
-def problem_body(error: str, problems: list[FieldProblem]) -> dict:
+def problem_body(error: str, problems: list[FieldProblem]) -> dict[str, Any]:
     """The one error shape (`Problem`): `{"error", "message", "problems": [{"field",
     "problem"}]}`."""
     return Problem(
@@ -175,7 +176,7 @@ def answer(error: EngineError) -> Answer:
     return next(ANSWERS[kind] for kind in type(error).__mro__ if kind in ANSWERS)
 
 
-def field_path(loc: list | tuple) -> str:
+def field_path(loc: Sequence[Any]) -> str:
     """`("events", 0, "content")` -> `events[0].content`."""
     path = ""
     for part in loc:
@@ -186,7 +187,7 @@ def field_path(loc: list | tuple) -> str:
     return path
 
 
-def describe(err: dict) -> str:
+def describe(err: Mapping[str, Any]) -> str:
     """A pydantic validation error as a problem a person can act on."""
     kind = err["type"]
     if kind == "extra_forbidden":
@@ -195,10 +196,12 @@ def describe(err: dict) -> str:
         return "required"
     if kind == "json_invalid":
         return f"invalid JSON: {(err.get('ctx') or {}).get('error', 'malformed')}"
-    return err["msg"].removeprefix("Value error, ")
+    return str(err["msg"]).removeprefix("Value error, ")
 
 
-def from_validation(errors: list[dict], prefix: tuple = ()) -> InputError:
+def from_validation(
+    errors: Sequence[Mapping[str, Any]], prefix: tuple[Any, ...] = ()
+) -> InputError:
     """Pydantic errors as one InputError; `prefix` is prepended to each location."""
     problems = []
     for err in errors:

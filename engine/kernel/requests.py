@@ -17,7 +17,14 @@ from types import NoneType, UnionType
 from typing import Any, Union, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le, Lt
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    JsonValue,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -38,7 +45,7 @@ def is_blank(text: str) -> bool:
     return _NOT_BLANK.match(text) is None
 
 
-NON_BLANK = {"pattern": NOT_BLANK}
+NON_BLANK: dict[str, JsonValue] = {"pattern": NOT_BLANK}
 """`json_schema_extra` of a text field that refuses blank text with its own message."""
 
 
@@ -109,8 +116,10 @@ class Request(BaseModel):
 
     @field_validator("*", mode="wrap")
     @classmethod
-    def _json_kinds(cls, value: Any, handler, info: ValidationInfo) -> Any:
-        kind = _json_kind(cls.model_fields[info.field_name].annotation)
+    def _json_kinds(
+        cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Any:
+        kind = _json_kind(cls.model_fields[str(info.field_name)].annotation)
         if kind is None:
             return handler(value)
         problem = kind_problem(kind, value)

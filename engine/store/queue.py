@@ -4,7 +4,7 @@ A job is enqueued in the same transaction as the event that causes it. Workers c
 jobs with a lease and renew it while they run; a worker that dies leaves a lease that
 expires, and the job is claimed again. A job leaves the queue only as `done`, or as
 `dead` with its last error after `max_attempts`; in between it is `pending`, `running`,
-`retry` (with `next_attempt_at`, exponential backoff with jitter from tenacity) or
+`retry` (with `next_attempt_at`, exponential backoff with jitter) or
 `waiting` (its handler raised `Pause`: no LLM configured, a key refused). A pause stops
 the whole (entity, kind) instead of burning attempts, until `pps queue retry` or a
 restart: every job of it waits (those queued then, and those queued while it lasts), so
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import sqlite3
 import threading
 import uuid
@@ -25,7 +26,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import tenacity
 from pydantic import BaseModel, Field
 
 from engine.kernel import timestamps
@@ -93,13 +93,14 @@ class Policy:
         )
 
     def backoff(self, attempts: int) -> float:
-        """Seconds before the next attempt: exponential with jitter, capped."""
-        wait = tenacity.wait_exponential_jitter(
-            multiplier=self.backoff_initial_s, max=self.backoff_max_s, jitter=self.backoff_initial_s
-        )
-        state = tenacity.RetryCallState(None, None, (), {})
-        state.attempt_number = max(attempts, 1)
-        return min(wait(state), self.backoff_max_s)
+        """Seconds before the next attempt after `attempts` failed ones: the initial delay
+        doubled for each failure after the first, plus up to one initial delay of jitter,
+        capped at the longest."""
+        try:
+            grown = self.backoff_initial_s * 2.0 ** (max(attempts, 1) - 1)
+        except OverflowError:  # past 2**1023: the cap, long since
+            grown = self.backoff_max_s
+        return min(grown + random.uniform(0, self.backoff_initial_s), self.backoff_max_s)
 
 
 def enqueue(conn: sqlite3.Connection, entity: str, kind: str, key: str, payload: dict) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from rich.progress import Progress
 
@@ -76,9 +77,9 @@ def markdown_events(
     relative: str,
     uid: tuple[object, ...],
     created_at: str,
-    metadata: dict,
+    metadata: dict[str, Any],
     max_bytes: int,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """A markdown file as longform events: one, or one per part when it is over the
     content limit; uids `<uid parts>:<part>`, the first heading as the title."""
     heading = _HEADING.search(text)
