@@ -19,6 +19,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from engine.kernel.config import Settings
 from engine.kernel.errors import (
@@ -159,7 +160,7 @@ def argument_problems(exc: ValidationError) -> InputError:
     return InputError(problems)
 
 
-def _argument_problem(err: dict) -> str:
+def _argument_problem(err: ErrorDetails) -> str:
     """One pydantic error on a tool argument, in plain words: what the argument must be
     and what was given, without pydantic's type codes or links."""
     kind = err["type"]
@@ -208,6 +209,7 @@ class Caller:
 
 def caller(ctx: Context) -> Caller:
     request = ctx.request_context.request
+    assert request is not None  # the tools are served over HTTP alone (mcp_bridge.mount)
     return Caller(
         runtime=request.app.state.runtime,
         entity=request.state.entity,

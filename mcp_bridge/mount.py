@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
@@ -31,7 +31,7 @@ PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
 }
 
 
-def mount(app: FastAPI, host: str) -> Callable[[], AsyncIterator[None]]:
+def mount(app: FastAPI, host: str) -> Callable[[], AbstractAsyncContextManager[None]]:
     """Add a route per profile; return the lifespan that runs their session managers."""
     # The same filter object: added once however many apps are made in one process.
     logging.getLogger("mcp.server.streamable_http").addFilter(_NO_SESSION_TO_END)

@@ -9,7 +9,7 @@ memory_get reads lines of either, inside the entity's home only.
 from __future__ import annotations
 
 import inspect
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -65,6 +65,9 @@ def memory_search(
         places = transcripts.locate(me.db, me.entity, turns)
     results = []
     for result in found.results:
+        path: str | None
+        start: int | None
+        end: int | None
         if result.event_uid is not None:
             place = places.get(result.event_uid)
             if place is None:
@@ -72,6 +75,7 @@ def memory_search(
             path, start, end, source = place.path, place.start_line, place.end_line, "sessions"
         else:
             path, start, end, source = result.path, result.start_line, result.end_line, "memory"
+        assert path is not None and start is not None and end is not None  # a file's chunk
         results.append(
             {
                 "snippet": result.text,
@@ -83,7 +87,7 @@ def memory_search(
                 "source": source,
             }
         )
-    answer = {"results": results}
+    answer: dict[str, Any] = {"results": results}
     if found.fallback:
         answer["fallback"] = found.fallback
     if found.reranked:
@@ -109,7 +113,8 @@ def memory_get(ctx: Context, path: str, lines: int | None = None, **window) -> d
     return found.model_dump(by_alias=True)
 
 
-memory_get.__signature__ = inspect.Signature(
+# mypy knows no __signature__ on a function: inspect (and so MCP's tool schema) reads it.
+memory_get.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [
         inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context),
         inspect.Parameter(

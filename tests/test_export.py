@@ -391,6 +391,25 @@ def test_a_malformed_line_is_refused_naming_its_file_and_line_and_nothing_is_wri
     assert not fresh.exists()  # nothing at all: no data dir, no entity, no token
 
 
+def test_an_inventory_kind_that_is_not_text_is_refused_naming_its_line(world, tmp_path):
+    """A hand-edited export whose first inventory line has a list for its kind: refused
+    like any other unknown kind, with its line, rather than a crash."""
+
+    def list_kind(folder: Path) -> None:
+        lines = (folder / "inventory.jsonl").read_text().splitlines()
+        lines[0] = json.dumps({**json.loads(lines[0]), "kind": ["space"]})
+        (folder / "inventory.jsonl").write_text("\n".join(lines) + "\n")
+
+    bad = _broken(world, tmp_path, "kind", list_kind)
+    fresh = tmp_path / "fresh"
+    refused(
+        pps("import", "export", str(bad), "--data-dir", str(fresh)),
+        "inventory.jsonl line 1",
+        "kind: one of space, item, current_space",
+    )
+    assert not fresh.exists()
+
+
 def test_a_bad_line_after_new_events_stores_none_of_them(world, tmp_path):
     """Into the existing vega: a new event on line 49, then one with no content on line 50.
     The whole export is checked before anything is written, so line 49 is not stored."""

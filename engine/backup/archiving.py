@@ -230,8 +230,13 @@ def _write_tar(
     fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     with os.fdopen(fd, "wb") as raw:
         sink = _HashingWriter(raw)
-        with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            members.append(_add_file(tar, DATABASE, snapshot))
+        # typeshed's file protocol also asks for read, seek and close, which tarfile's
+        # write mode never calls on a file it is given.
+        with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+            database = _add_file(tar, DATABASE, snapshot)
+            if database is None:  # the snapshot is this backup's own, made just before
+                raise BackupError(f"the snapshot {snapshot} vanished: run the backup again")
+            members.append(database)
             for name in facts.entities:
                 root, configured, tops = scope.home_of(settings, name)
                 count = 0

@@ -73,7 +73,11 @@ class CurrentLine(Request):
     entered_at: str
 
 
-_KINDS = {"space": SpaceLine, "item": ItemLine, "current_space": CurrentLine}
+_KINDS: dict[str, type[SpaceLine | ItemLine | CurrentLine]] = {
+    "space": SpaceLine,
+    "item": ItemLine,
+    "current_space": CurrentLine,
+}
 
 
 @dataclass
@@ -128,9 +132,8 @@ def check(settings: Settings, folder: Path, entity: str | None = None) -> Plan:
             f"the export's schema ({manifest.get('schema_version')}) is newer than this pps"
             f" knows ({newest}): import it with a newer pps"
         )
-    name = entity or manifest.get("entity")
     try:
-        check_name(str(name))
+        name = check_name(str(entity or manifest.get("entity")))
     except InputError as exc:
         raise ExportError(str(exc)) from None
     for required in (portable.EVENTS, portable.SUMMARIES, portable.INVENTORY):
@@ -237,10 +240,10 @@ def _event(where: str, line: dict, settings: Settings) -> tuple[EventIn, str]:
 
 
 def _check_events(path: Path, settings: Settings, plan: Plan, needed: dict) -> set[str]:
-    found = set()
+    found: set[str] = set()
     for where, line in _lines(path):
         event, _ = _event(where, line, settings)
-        if event.event_uid in needed:
+        if event.event_uid is not None and event.event_uid in needed:
             found.add(event.event_uid)
         plan.events += 1
     return found
@@ -265,7 +268,8 @@ def _check_summaries(path: Path, settings: Settings, plan: Plan) -> dict[str, st
 def _check_inventory(path: Path, plan: Plan, target: _Target) -> None:
     spaces: set[str] = set()
     for where, line in _lines(path):
-        model = _KINDS.get(line.get("kind"))
+        kind = line.get("kind")
+        model = _KINDS.get(kind) if isinstance(kind, str) else None
         if model is None:
             raise ExportError(f"{where}: kind: one of {', '.join(_KINDS)}")
         try:

@@ -197,6 +197,7 @@ def _verify(source) -> dict:
                 if not _safe(member.name):
                     raise _damaged(f"{member.name!r} is not a name a pps archive holds")
                 handle = tar.extractfile(member)
+                assert handle is not None  # a plain file: checked above
                 sha = hashlib.sha256()
                 while chunk := handle.read(CHUNK):
                     sha.update(chunk)
@@ -218,8 +219,8 @@ def _verify(source) -> dict:
     except ValueError:
         raise _damaged("the manifest is not JSON") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        found = manifest.get("format") if isinstance(manifest, dict) else None
-        raise BackupError(f"not a {FORMAT} archive (format {found!r})")
+        named = manifest.get("format") if isinstance(manifest, dict) else None
+        raise BackupError(f"not a {FORMAT} archive (format {named!r})")
     try:
         _Manifest.model_validate(manifest)
     except ValidationError as exc:
@@ -311,6 +312,8 @@ def _extract(source, target: Path, manifest: dict) -> None:
             path = target / relative
             ensure_private_dir(path.parent)
             handle = tar.extractfile(member)
+            if handle is None:  # a plain file in the check: the archive changed since
+                raise _damaged(f"{member.name} changed between the check and the write")
             sha = hashlib.sha256()
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
             with os.fdopen(fd, "wb") as out:

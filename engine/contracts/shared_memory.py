@@ -176,7 +176,9 @@ def search_memories(index: Index, access: Access, ask: SearchIn) -> list[Memory]
     home = index.home(access.key)
     memories: dict[str, Memory] = {}
     for result in results:
-        memory_id = _id(result.path) if result.path else None
+        if not result.path:
+            continue  # no file, so no memory of the store
+        memory_id = _id(result.path)
         record = records.get(memory_id)
         if record is None or memory_id in memories:
             continue  # a file no memory of the store is (put there by hand): not shown

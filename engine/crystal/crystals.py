@@ -116,8 +116,10 @@ def _files(folder: Path) -> list[tuple[int, Path]]:
 
 def _read(home: Path, path: Path) -> Crystal:
     stamp = datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    named = _NAME.match(path.name)
+    assert named is not None  # every path read is one `_files` matched or named so
     return Crystal(
-        number=int(_NAME.match(path.name)[1]),
+        number=int(named[1]),
         path=str(path.relative_to(home)),
         archived=path.parent.name == "archive",
         content=path.read_text(encoding="utf-8"),

@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from engine.capture import entities
 from engine.graph import episodes
@@ -28,6 +29,9 @@ from engine.llm import budget, endpoint
 from engine.store import queue
 from engine.store.db import Database
 from engine.store.ticker import Ticker
+
+if TYPE_CHECKING:
+    from engine.graph.store import GraphStore
 
 log = logging.getLogger("pps.graph")
 
@@ -47,7 +51,7 @@ class Graph:
         self.window = episodes.Window.from_settings(settings)
         embedded = settings.graph_backend == "falkordb" and not settings.graph_url
         self.server = FalkorServer(settings.data_dir) if embedded else None
-        self.store = None
+        self.store: GraphStore | None = None  # set by `start`
         self.error: str | None = None
         self.empty_with_log: list[str] = []
         self.sweeper = episodes.sweeper(
@@ -107,7 +111,7 @@ class Graph:
 
     def status(self) -> dict:
         """The graph component of /health (no entity names, no data)."""
-        state = {"backend": self.backend}
+        state: dict[str, Any] = {"backend": self.backend}
         if self.server is not None:
             state["restarts"] = self.server.restarts
         if self.store is None and self._starting is not None:
@@ -136,11 +140,13 @@ class Graph:
         """Make the indexes of the graphs that have none yet (the database all entities
         share, then each entity's graph), off the request path; a graph that is down is
         tried again at the next tick."""
+        store = self.store
+        assert store is not None  # the preparer runs once `start` has its store
         names = entities.index_keys(self.db)
         try:
             for name in [None, *names]:
-                if not self.store.prepared(name):
-                    self.store.prepare(name)
+                if not store.prepared(name):
+                    store.prepare(name)
         except Exception as exc:
             self._not_prepared(exc)
             return
@@ -160,13 +166,15 @@ class Graph:
         the server answers a request, unless it cannot be reached now (then the preparer
         makes them once it can; a search meanwhile waits for them). In a thread of its
         own: the caller may be running an event loop, and the drivers must not see it."""
-        if self.store.prepared(None):
+        store = self.store
+        assert store is not None  # called by `start`, once it has its store
+        if store.prepared(None):
             return
 
         def prepare() -> None:
             try:
-                self.store.ping()
-                self.store.prepare(None)
+                store.ping()
+                store.prepare(None)
             except Exception as exc:
                 self._not_prepared(exc)
 
@@ -188,11 +196,13 @@ class Graph:
     def _check_empty(self) -> None:
         """An empty graph next to a non-empty log (a lost or new graph) is reported, and
         replayed when PPS_GRAPH_REPLAY_ON_EMPTY is set."""
+        store = self.store
+        assert store is not None  # started by `start`, once it has its store
         try:
             rows = self.db.conn.execute(
                 "SELECT DISTINCT entity FROM episodes WHERE ingested_at IS NOT NULL"
             ).fetchall()
-            empty = [r[0] for r in rows if self.store.counts(r[0])["episodes"] == 0]
+            empty = [r[0] for r in rows if store.counts(r[0])["episodes"] == 0]
         except Exception:
             log.exception("could not compare the graph with the log")
             return

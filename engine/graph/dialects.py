@@ -38,7 +38,7 @@ READ_TIMEOUT_S = 60.0
 _VECTOR_EF_RUNTIME = 200  # HNSW search breadth; at 10 a third of an exact top 10 was missed
 _NEO4J_VECTOR_INDEX = "pps_fact_embedding"
 _NEO4J_MAX_K = 5000  # the most nearest facts asked of Neo4j's shared index (see Neo4jDialect)
-_NEO4J_CLIENT = {"max_transaction_retry_time": 5.0, "connection_timeout": 5.0}
+_NEO4J_CLIENT_S = 5.0  # the Neo4j client's connection timeout and its retries' end
 # The names of a fact's two ends, read with it (as its attributes), so that a search
 # needs no second query for them (see `GraphStore._facts`, engine.graph.store).
 _NAMES = "{pps_source: n.name, pps_target: m.name} AS attributes"
@@ -249,7 +249,12 @@ class Neo4jDialect(Dialect):
         # before the caller gives up, not after the default 30 s of retries.
         unused, driver.client = (
             driver.client,
-            AsyncGraphDatabase.driver(uri, auth=(user or "", password or ""), **_NEO4J_CLIENT),
+            AsyncGraphDatabase.driver(
+                uri,
+                auth=(user or "", password or ""),
+                max_transaction_retry_time=_NEO4J_CLIENT_S,
+                connection_timeout=_NEO4J_CLIENT_S,
+            ),
         )
         asyncio.run(unused.close())  # never connected; closed so that it does not warn
         return driver
@@ -273,13 +278,13 @@ class Neo4jDialect(Dialect):
         # One query, where asking for the 31 indexes again takes seconds (a schema
         # transaction each) and would hold up every start.
         queries = get_range_indices(GraphProvider.NEO4J) + get_fulltext_indices(GraphProvider.NEO4J)
-        named = [re.search(r"INDEX (\w+) IF NOT EXISTS", q) for q in queries]
-        if not all(named):  # a Graphiti that words them otherwise: make them
+        named = [m.group(1) for q in queries if (m := re.search(r"INDEX (\w+) IF NOT EXISTS", q))]
+        if len(named) < len(queries):  # a Graphiti that words them otherwise: make them
             return False
         records, *_ = await graph.driver.execute_query(
             "SHOW INDEXES YIELD name, state WHERE state = 'ONLINE' RETURN name"
         )
-        wanted = {n.group(1) for n in named} | {_NEO4J_VECTOR_INDEX}
+        wanted = {*named, _NEO4J_VECTOR_INDEX}
         return wanted <= {r["name"] for r in records}
 
     async def matching_edges(self, graph, entity, query, limit) -> list[EntityEdge]:

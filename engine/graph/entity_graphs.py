@@ -23,12 +23,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import CancelledError
 from typing import Any
 
 from graphiti_core import Graphiti
 from graphiti_core.cross_encoder.client import CrossEncoderClient
+from graphiti_core.llm_client import LLMClient
 
 from engine.graph.dialects import READ_TIMEOUT_S, Dialect
 from engine.graph.embedder import LocalEmbedder
@@ -61,7 +62,7 @@ class EntityGraphs:
         self._prepared: set[str] = set()  # index keys whose indexes are made
         self._preparing: dict[str, asyncio.Future] = {}  # index key -> the making of them
         self._entity_locks: dict[str, asyncio.Lock] = {}
-        self._llm = None
+        self._llm: LLMClient | None = None  # made with the first graph
 
     # --- lifecycle ---
 
@@ -216,9 +217,10 @@ def _unreachable(exc: BaseException) -> bool:
     return bool({type(e).__name__ for e in _chain(exc)} & _UNREACHABLE)
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException) -> Iterator[BaseException]:
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or link.__context__

@@ -406,9 +406,9 @@ def handler(graph, db: Database, settings: Settings):
             from engine.llm import client as llm  # the SDKs, loaded by what talks to the LLM
 
             graph.note_failure(exc)
-            reason = llm.refusal(exc)
-            if reason is not None:
-                raise queue.Pause(reason) from exc
+            refused = llm.refusal(exc)
+            if refused is not None:
+                raise queue.Pause(refused) from exc
             raise
         finally:
             budget.spend(db, job.entity, usage)
@@ -462,10 +462,12 @@ def rebuild(
             raise Conflict(f"{busy}: stop it before replaying with --fresh") from None
         lock = None  # the server's workers do the work
     here = lock is not None
-    graph = workers = None
+    graph: Graph | None = None
+    workers: queue.Workers | None = None
     try:
         graph = Graph(settings, db).start(sweep=False) if here else None
         if graph is not None:
+            assert graph.store is not None  # started
             for name in names if fresh else []:
                 graph.store.clear(name)
             queue.resume(db)

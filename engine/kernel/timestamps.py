@@ -100,13 +100,14 @@ def _from_epoch(seconds: float) -> str:
 _TEXT = {"type": "string", "pattern": PATTERN}
 _NUMBER = {"type": "number", "minimum": 0, "maximum": EPOCH_MAX}
 
+# Typed as what the field holds, the stored text: `normalise` reads every form given.
 Moment = Annotated[
-    str | int | float,
+    str,
     BeforeValidator(normalise),
     WithJsonSchema({"anyOf": [_TEXT, _NUMBER]}),
 ]
 """A timestamp in a JSON body: text (`PATTERN`) or epoch seconds as a number; stored
 normalised. Checked before any coercion, so `false` is refused rather than read as 0."""
 
-MomentText = Annotated[str | int | float, BeforeValidator(normalise), WithJsonSchema(_TEXT)]
+MomentText = Annotated[str, BeforeValidator(normalise), WithJsonSchema(_TEXT)]
 """A timestamp in a query string, where everything is text: `PATTERN`."""

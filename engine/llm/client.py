@@ -26,7 +26,8 @@ import asyncio
 import contextvars
 import json
 import logging
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
 import anthropic
@@ -34,7 +35,7 @@ import httpx
 import openai
 from graphiti_core.llm_client import LLMClient
 from graphiti_core.llm_client.anthropic_client import AnthropicClient
-from graphiti_core.llm_client.config import LLMConfig, ModelSize
+from graphiti_core.llm_client.config import DEFAULT_MAX_TOKENS, LLMConfig, ModelSize
 from graphiti_core.llm_client.errors import EmptyResponseError, RateLimitError, RefusalError
 from graphiti_core.llm_client.openai_client import OpenAIClient
 from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
@@ -44,6 +45,9 @@ from pydantic import BaseModel, ValidationError
 from engine.kernel.config import Settings
 from engine.llm.budget import Usage
 from engine.llm.endpoint import NOT_CONFIGURED, NotConfigured
+
+if TYPE_CHECKING:
+    from anthropic.types import MessageParam
 
 log = logging.getLogger("pps.llm")
 
@@ -135,16 +139,16 @@ def client(settings: Settings) -> LLMClient:
         small_model=settings.llm_small_model or settings.llm_model,
         base_url=settings.llm_base_url,
     )
-    hooks = {"request": [_sent], "response": [_meter]}
+    hooks: dict[str, list[Callable[..., Any]]] = {"request": [_sent], "response": [_meter]}
     if provider == "anthropic":
-        sdk = anthropic.AsyncAnthropic(
+        messages_sdk = anthropic.AsyncAnthropic(
             api_key=config.api_key,  # never a key or credentials file of the environment
             base_url=settings.llm_base_url,
             max_retries=0,
             timeout=settings.llm_timeout_s,
             http_client=anthropic.DefaultAsyncHttpxClient(event_hooks=hooks),
         )
-        return _Anthropic(config=config, client=sdk)
+        return _Anthropic(config=config, client=messages_sdk)
     sdk = openai.AsyncOpenAI(
         api_key=config.api_key,
         base_url=settings.llm_base_url,
@@ -171,11 +175,13 @@ def ask(settings: Settings, system: str, prompt: str, answer: type[Answer], usag
     """
     if settings.llm_provider == "none":
         raise NotConfigured(NOT_CONFIGURED)
-    return asyncio.run(_ask(client(settings), settings, system, prompt, answer, usage))
+    llm = client(settings)
+    assert isinstance(llm, _Counted)  # every provider's client but none's, refused above
+    return asyncio.run(_ask(llm, settings, system, prompt, answer, usage))
 
 
 async def _ask(
-    llm: LLMClient, settings: Settings, system: str, prompt: str, answer: type[Answer], usage: Usage
+    llm: _Counted, settings: Settings, system: str, prompt: str, answer: type[Answer], usage: Usage
 ) -> Answer:
     count_into(usage)
     messages = [Message(role="system", content=system), Message(role="user", content=prompt)]
@@ -235,7 +241,7 @@ def _failure(exc: BaseException, settings: Settings) -> Failed:
     return Failed(f"the LLM call failed: {type(exc).__name__}: {exc}"[:300], unavailable=False)
 
 
-def detect_response_format(settings: Settings) -> str:
+def detect_response_format(settings: Settings) -> Literal["json_schema", "json_object_schema"]:
     """llama.cpp servers reject OpenAI's `json_schema` but accept `json_object` with the
     schema inside; they say who they are in /models (`owned_by: llamacpp`)."""
     base = (settings.llm_base_url or "").rstrip("/")
@@ -256,9 +262,12 @@ def detect_response_format(settings: Settings) -> str:
 class _Counted:
     """Counts the calls that raise into the current Usage (see Usage.failed)."""
 
+    client: Any  # the SDK's, as the Graphiti client this comes before in the bases holds it
+
     async def generate_response(self, *args, **kwargs) -> dict[str, Any]:
         try:
-            return await super().generate_response(*args, **kwargs)
+            # A mixin: the Graphiti client it comes before in the bases has the method.
+            return await super().generate_response(*args, **kwargs)  # type: ignore[misc]
         except Exception as exc:
             usage = _usage.get()
             if usage is not None:
@@ -310,7 +319,9 @@ class _AnthropicOnce(AnthropicClient):
             return reply
         return response_model.model_validate(reply).model_dump()
 
-    async def _generate_response(
+    # The reply itself, not Graphiti's (reply, tokens in, tokens out): only
+    # `generate_response` above reads it, and the metering hook counts the tokens.
+    async def _generate_response(  # type: ignore[override]
         self,
         messages: list[Message],
         response_model: type[BaseModel] | None = None,
@@ -325,7 +336,10 @@ class _AnthropicOnce(AnthropicClient):
             model=model,
             max_tokens=self._resolve_max_tokens(max_tokens, model),
             system=messages[0].content,
-            messages=[{"role": m.role, "content": m.content} for m in messages[1:]],
+            # Graphiti's roles are text; after the system message, the SDK's own ones.
+            messages=cast(
+                "list[MessageParam]", [{"role": m.role, "content": m.content} for m in messages[1:]]
+            ),
             tools=tools,
             tool_choice=choice,
         )
@@ -340,7 +354,7 @@ class _AnthropicOnce(AnthropicClient):
         if text.strip():
             return self._extract_json_from_text(text)
         raise EmptyResponseError(
-            f"no {choice['name']} tool call in the reply (stop_reason {reply.stop_reason})"
+            f"no {choice.get('name')} tool call in the reply (stop_reason {reply.stop_reason})"
         )
 
 
@@ -352,7 +366,9 @@ class _Compatible(_Counted, OpenAIGenericClient):
     """Any OpenAI-compatible chat endpoint, in one of three structured-output dialects."""
 
     def __init__(self, config: LLMConfig, sdk: openai.AsyncOpenAI, mode: str):
-        structured = "json_schema" if mode == "json_schema" else "json_object"
+        structured: Literal["json_schema", "json_object"] = (
+            "json_schema" if mode == "json_schema" else "json_object"
+        )
         super().__init__(config, client=sdk, structured_output_mode=structured)
         self.response_format_mode = mode
 
@@ -361,8 +377,15 @@ class _Compatible(_Counted, OpenAIGenericClient):
             return {"type": "json_object", "schema": response_model.model_json_schema()}
         return super()._build_response_format(response_model)
 
-    async def _generate_response_with_retry(
-        self, messages, response_model=None, max_tokens=None, model_size=None, *, model=None
+    # Graphiti's is tenacity's retrying wrapper, which mypy does not take for a method.
+    async def _generate_response_with_retry(  # type: ignore[override]
+        self,
+        messages: list[Message],
+        response_model: type[BaseModel] | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        model_size: ModelSize = ModelSize.medium,
+        *,
+        model: str | None = None,
     ) -> dict[str, Any]:
         # One attempt: the queue owns retries (see the module docstring).
         return await self._generate_response(

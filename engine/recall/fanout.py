@@ -269,7 +269,9 @@ def _answered(item: Item, answering: set[str]) -> bool:
     if item.source.get("event_uid") in answering:
         return True
     uids = item.source.get("event_uids")
-    return bool(uids) and all(uid in answering for uid in uids)
+    if not uids:
+        return False
+    return all(uid in answering for uid in uids)
 
 
 def _timed(layer: Layer) -> tuple[list[Item], float]:

@@ -77,9 +77,9 @@ class _Sizes:
         """Whether lines first..last (inclusive), joined, fit one chunk."""
         if self._chars[last + 1] - self._chars[first] - 1 > self.room.chars:
             return False
-        return self._tokens is None or self._tokens[last + 1] - self._tokens[first] <= (
-            self.room.tokens
-        )
+        if self._tokens is None or self.room.tokens is None:  # no model: characters alone
+            return True
+        return self._tokens[last + 1] - self._tokens[first] <= self.room.tokens
 
     def text(self, first: int, last: int) -> str:
         return "\n".join(self.lines[first : last + 1])
@@ -88,8 +88,9 @@ class _Sizes:
         """How many characters of `text` from `start` on fit one chunk (at least one)."""
         piece = text[start : start + self.room.chars]
         size = len(piece)
-        if self._tokens is not None and self.room.cut is not None:
-            size = min(size, self.room.cut(piece, self.room.tokens))
+        tokens, cut = self.room.tokens, self.room.cut
+        if self._tokens is not None and tokens is not None and cut is not None:
+            size = min(size, cut(piece, tokens))
         return max(1, size)
 
 

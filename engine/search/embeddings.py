@@ -84,7 +84,7 @@ class Embedder:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         rows: list = []
         for batch in _slices(texts, self._batch_size):
-            rows += self._bulk_thread.submit(lambda b=batch: _run(self._bulk, b)).result()
+            rows += self._bulk_thread.submit(_run, self._bulk, batch).result()
         return _unit(rows)
 
     def embed_one(self, text: str) -> np.ndarray:
@@ -234,7 +234,7 @@ def _load(settings: Settings) -> Embedder:
     if settings.embedding_model == BUNDLED:
         _register_bundled()
         folder = _bundled_folder(cache)
-        options = {"model_name": BUNDLED, "specific_model_path": str(folder)}
+        options: dict[str, str | bool] = {"model_name": BUNDLED, "specific_model_path": str(folder)}
     else:
         options = {"model_name": settings.embedding_model, "local_files_only": offline()}
 
@@ -302,7 +302,7 @@ def _reads(engine) -> tuple | None:
     of tokens the session reads; None where the model does not say."""
     tokenizer = getattr(getattr(engine, "model", None), "tokenizer", None)
     most = (getattr(tokenizer, "truncation", None) or {}).get("max_length")
-    if not most:
+    if tokenizer is None or not most:
         return None
     counting = type(tokenizer).from_str(tokenizer.to_str())
     counting.no_truncation()

@@ -167,7 +167,9 @@ class Home:
         if under is not None:
             tops = [under]
         elif (self.root / MEMORY_FILE).is_file() and self.inside(self.root / MEMORY_FILE):
-            yield self.classify(MEMORY_FILE), (self.root / MEMORY_FILE).stat()
+            memory = self.classify(MEMORY_FILE)
+            assert memory is not None  # MEMORY.md is always the memory file
+            yield memory, (self.root / MEMORY_FILE).stat()
         seen: set[str] = set()
         for top in tops:
             folder = self.root / top

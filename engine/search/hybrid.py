@@ -408,8 +408,9 @@ def _keyword(index, entity, tiers, query, where, params) -> tuple[list[int], dic
         ).fetchone()[0]
         for word in words
     }
-    kept, total = [], 0
-    for word in sorted(words, key=docs.get):
+    kept: list[str] = []
+    total = 0
+    for word in sorted(words, key=docs.__getitem__):
         if kept and total + docs[word] > POSTINGS_BUDGET:
             break
         kept.append(word)
@@ -505,7 +506,9 @@ def _materialise(index, entity, ranked, request, reranked: bool):
             scored, request.query, passages, settings.search_rerank_budget_ms
         )
         scored, said = reordered.scored, reordered.said
-    results, seen, stale = [], set(), set()
+    results: list[SearchResult] = []
+    seen: set[str] = set()
+    stale: set[str] = set()
     files: dict[str, list[str] | None] = {}
     home = index.home(entity)
     batch = 2 * request.limit + 10

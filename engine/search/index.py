@@ -152,7 +152,7 @@ class Index(ChunkStore):
         there = source is not None and full.is_file() and home.inside(full)
         problem = home.problem(relative, full.stat() if there else None)
         name = homes.shown(relative)
-        if problem is None and there:
+        if problem is None and there and source is not None:
             try:
                 outcome = self._sync_source(home, source)[0]
             except FileNotFoundError:

@@ -142,7 +142,8 @@ class Keeper:
                     waited = 0.0
                     self.sync_all()
                 continue
-            for entity, relative in sorted({self._locate(Path(p)) for _, p in changes} - {None}):
+            located = {self._locate(Path(p)) for _, p in changes}
+            for entity, relative in sorted(place for place in located if place is not None):
                 try:
                     self._sync_path(entity, relative)
                 except Exception:

@@ -11,7 +11,8 @@ they share live in `options`.
 from __future__ import annotations
 
 import importlib
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -41,23 +42,29 @@ COMMANDS = {
 
 
 class LazyCommands(TyperGroup):
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    # `ctx`: click's context, which typer's own modules name (typer.Context is a kind of
+    # it); neither method reads it.
+    def list_commands(self, ctx: object) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: typer.Context, name: str):
+    def get_command(self, ctx: object, name: str):
         if name not in COMMANDS:
             return None
         module, attribute = COMMANDS[name]
         found = getattr(importlib.import_module(module), attribute)
-        if isinstance(found, typer.Typer):
-            command = typer.main.get_group(found)
-        else:
-            single = typer.Typer(add_completion=False)
-            single.command(name)(found)
-            command = typer.main.get_command(single)
+        command = (
+            typer.main.get_group(found) if isinstance(found, typer.Typer) else _single(name, found)
+        )
         command.name = name
         _plain_help(command)
         return command
+
+
+def _single(name: str, function: Callable[..., Any]):
+    """The command of one function, as typer makes it."""
+    single = typer.Typer(add_completion=False)
+    single.command(name)(function)
+    return typer.main.get_command(single)
 
 
 def _plain_help(command) -> None:

@@ -182,7 +182,7 @@ def _one(here: dict, served: dict | None, name: str) -> dict:
         return here
     if not here:
         return there
-    if _RANK.get(here.get("status"), 0) > _RANK.get(there.get("status"), 0):
+    if _RANK.get(str(here.get("status")), 0) > _RANK.get(str(there.get("status")), 0):
         worse, other, other_is = here, there, "server"
     else:
         worse, other, other_is = there, here, "from_here"

@@ -106,9 +106,11 @@ class _TokenFile:
         )
 
     def deliver(self, token: str) -> None:
-        os.write(self.fd, (token + "\n").encode())
-        os.fsync(self.fd)
-        os.close(self.fd)
+        fd = self.fd
+        assert fd is not None  # open from the start, and delivered once
+        os.write(fd, (token + "\n").encode())
+        os.fsync(fd)
+        os.close(fd)
         self.fd = None
         os.replace(self.temporary, self.path)
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -57,7 +57,7 @@ def settings_for(**overrides) -> Settings:
     return Settings(**given)
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     typer.echo(f"pps: {message}", err=True)
     raise typer.Exit(1)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -31,12 +32,14 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        own = None
-        if lock is None or not lock.held:
-            own = DataDirLock.acquire(
+        own: DataDirLock | None = None
+        if lock is not None and lock.held:
+            held = lock
+        else:
+            own = held = DataDirLock.acquire(
                 settings.data_dir, SERVE, host=settings.host, port=settings.port
             )
-        app.state.local_key = (own or lock).owner.key  # see current_operator
+        app.state.local_key = held.owner.key  # see current_operator
         try:
             app.state.db = Database.open(settings)
             app.state.runtime = Runtime(settings, app.state.db)
@@ -72,14 +75,15 @@ def _complete_description(app: FastAPI, settings: Settings) -> None:
     first made: the body of POST /v1/events (up to the settings' batch), and bounds as
     the whole numbers they are (FastAPI writes them as floats: 2**63 - 1 would read 2**63)."""
 
-    def openapi() -> dict:
-        if app.openapi_schema is None:
-            described = FastAPI.openapi(app)
-            events.describe_body(described, settings.max_batch)
-            _exact_bounds(described)
-        return app.openapi_schema
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        described = FastAPI.openapi(app)  # kept as app.openapi_schema: completed in place
+        events.describe_body(described, settings.max_batch)
+        _exact_bounds(described)
+        return described
 
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to change it
 
 
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")

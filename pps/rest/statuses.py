@@ -62,7 +62,7 @@ def document(router: APIRouter) -> None:
             statuses |= {400, 413}
         if path_params:
             statuses.add(404)
-        if route.methods - {"GET", "HEAD"}:
+        if route.methods and route.methods - {"GET", "HEAD"}:
             statuses.add(503)
         documented = problems(*sorted(statuses))
         route.responses = {**documented, **route.responses}

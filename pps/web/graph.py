@@ -43,10 +43,11 @@ def graph_page(
     ask = FactsQuery(contains=blank(contains), state=blank(state), limit=PAGE, offset=offset)
     listed = texture.facts(graph, db, session.entity, ask)
     around = None
-    if blank(entity) and listed.status == "ok":
+    named = blank(entity)
+    if named and listed.status == "ok":
         try:
             around = texture.explore(
-                graph, db, session.entity, ExploreQuery(entity_name=entity.strip(), depth=depth)
+                graph, db, session.entity, ExploreQuery(entity_name=named, depth=depth)
             )
         except NotFound:
             around = None

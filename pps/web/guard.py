@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from typing import Annotated
+from typing import Annotated, TypeVar
 from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
@@ -131,7 +131,10 @@ def clear_session_cookie(response: Response) -> None:
     response.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
 
 
-def harden(response: Response) -> Response:
+_R = TypeVar("_R", bound=Response)
+
+
+def harden(response: _R) -> _R:
     """Headers every page carries: our own scripts and styles only, no framing, no
     caching of pages that show memory, no Referer sent to other sites."""
     response.headers["Content-Security-Policy"] = (

@@ -6,7 +6,7 @@ text from the URL)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypeAlias
 
 from fastapi import Form, Request
 from fastapi.responses import RedirectResponse, Response
@@ -51,14 +51,24 @@ DONE = {
 
 router = page_router()
 
-AnchorForm = page_form(AnchorIn, "title", "content", "tags")
-FragmentForm = page_form(FragmentIn, "text", "category", "tags")
-CrystalForm = page_form(CrystalIn, "content")
-SummaryForm = page_form(SummaryIn, "summary_text", "start_id", "end_id")
-ItemForm = page_form(ItemIn, "name", "category", "subcategory", "description", "space")
-ItemRefForm = page_form(ItemRef, "name", "category")
-SpaceForm = page_form(SpaceIn, "name", "description", "channel")
-SpaceUpdateForm = page_form(SpaceUpdate, "description", "channel", cleared=("description",))
+if TYPE_CHECKING:  # a form model is made at run time: to the checker, the model it reads
+    AnchorForm: TypeAlias = AnchorIn
+    FragmentForm: TypeAlias = FragmentIn
+    CrystalForm: TypeAlias = CrystalIn
+    SummaryForm: TypeAlias = SummaryIn
+    ItemForm: TypeAlias = ItemIn
+    ItemRefForm: TypeAlias = ItemRef
+    SpaceForm: TypeAlias = SpaceIn
+    SpaceUpdateForm: TypeAlias = SpaceUpdate
+else:
+    AnchorForm = page_form(AnchorIn, "title", "content", "tags")
+    FragmentForm = page_form(FragmentIn, "text", "category", "tags")
+    CrystalForm = page_form(CrystalIn, "content")
+    SummaryForm = page_form(SummaryIn, "summary_text", "start_id", "end_id")
+    ItemForm = page_form(ItemIn, "name", "category", "subcategory", "description", "space")
+    ItemRefForm = page_form(ItemRef, "name", "category")
+    SpaceForm = page_form(SpaceIn, "name", "description", "channel")
+    SpaceUpdateForm = page_form(SpaceUpdate, "description", "channel", cleared=("description",))
 
 
 def _back(tab: str, done: str, **more: str) -> Response:

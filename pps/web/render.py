@@ -6,7 +6,7 @@ table gives it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ class PageRoute(APIRoute):
         return page
 
 
-def _locations(errors: list[dict]) -> list[dict]:
+def _locations(errors: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Validation errors as the engine words them: FastAPI's say where (query, path)."""
     return [
         {**e, "loc": e["loc"][1:]} if e["loc"] and e["loc"][0] in ("query", "path", "body") else e
