@@ -195,8 +195,9 @@ def service_url(settings: ClientSettings) -> str:
 
 
 def read_token(settings: ClientSettings) -> str:
-    if settings.token is not None and settings.token.get_secret_value().strip():
-        return settings.token.get_secret_value().strip()
+    """The entity token: from the token file when one is named (PPS_TOKEN_FILE, or
+    `--token-file`), else PPS_TOKEN. A named file wins, so a hook installed with its
+    token file keeps its entity whatever token a shell exports."""
     if settings.token_file is not None:
         path = settings.token_file.expanduser()
         try:
@@ -206,6 +207,8 @@ def read_token(settings: ClientSettings) -> str:
         if token:
             return token
         raise ClientConfigError(f"the token file {path} is empty")
+    if settings.token is not None and settings.token.get_secret_value().strip():
+        return settings.token.get_secret_value().strip()
     raise ClientConfigError(
         "no entity token: set PPS_TOKEN_FILE to a file holding it (or PPS_TOKEN)"
     )

@@ -198,3 +198,25 @@ def test_the_installed_command_captures_a_prompt(make_client, server, tmp_path):
     if done.stdout:  # only ever the context to inject (recall), in Claude Code's form
         assert json.loads(done.stdout)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert [e["content"] for e in all_events(api)] == ["hello from the settings file"]
+
+
+def test_the_installed_token_file_wins_over_an_exported_token(make_client, server, tmp_path):
+    """A shell that exports another entity's PPS_TOKEN (issue 27): the installed command
+    names its token file, and that is the entity its events go to (PPS_TOKEN used to win,
+    so the prompt went to whoever the exported token belonged to)."""
+    api, other = make_client(), make_client()
+    env = client_env(server.url, token_of(api), tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    assert install(env, "--command", "--project", str(project)).returncode == 0
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
+    command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    payload = Transcript(tmp_path / "t.jsonl").payload("UserPromptSubmit", prompt="whose am I")
+    bare = {k: v for k, v in env.items() if not k.startswith("PPS_") or k == "PPS_CLIENT_DIR"}
+    exported = {**bare, "PPS_TOKEN": token_of(other)}
+    done = subprocess.run(
+        ["bash", "-c", command], input=payload, text=True, capture_output=True, env=exported
+    )
+    assert done.returncode == 0, done.stderr
+    assert [e["content"] for e in all_events(api)] == ["whose am I"]
+    assert all_events(other) == []
