@@ -337,13 +337,26 @@ def answering(parts: list[dict[str, Any]]) -> list[str]:
     return [part["event_uid"] for part in parts][: limits.ANSWERING_MAX]
 
 
-def hook_output(event: str, context: str | None) -> dict[str, Any]:
-    """What a SessionStart or UserPromptSubmit hook answers: the context to add, in the
-    one shape that cannot be mistaken for anything else whatever the context says; `{}`
-    when there is none."""
-    if context is None:
-        return {}
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+def hook_output(event: str, context: str | None, warning: str | None = None) -> dict[str, Any]:
+    """What a hook answers: the context to add (SessionStart, UserPromptSubmit), in the
+    one shape that cannot be mistaken for anything else whatever the context says, and a
+    `warning` Claude Code shows the user (`systemMessage`); `{}` when there is neither."""
+    output: dict[str, Any] = {}
+    if context is not None:
+        output["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": context}
+    if warning is not None:
+        output["systemMessage"] = warning
+    return output
+
+
+def token_refused(problem: str, source: str, pending: int) -> str:
+    """The line Claude Code shows the user when the service refuses the hook's token."""
+    waiting = f"; {pending} events wait in the spool for a token it takes" if pending else ""
+    return (
+        f"pps: the service refused the token from {source} ({problem}): nothing is recalled"
+        f"{waiting}. Install the hooks again with a valid --token-file (`pps doctor` checks"
+        " each installed hook's token)."
+    )
 
 
 # --- the command hooks ---------------------------------------------------------------------
@@ -457,14 +470,12 @@ def _recall_request(hook: Hook, context: str, **fields: Any) -> dict[str, Any]:
 
 def _recall_while_flushing(hook: Hook, request: dict[str, Any]) -> str | None:
     """Ask for recall while the spool is sent: both share the budget, neither waits on
-    the other."""
+    the other. The context to add, or None."""
     flusher = threading.Thread(target=_flush, args=(hook,), daemon=True)
     flusher.start()
     text = _recall(hook, request)
     flusher.join(max(0.0, hook.deadline - time.monotonic()))
-    if text is None:
-        return None
-    return json.dumps(hook_output(hook.event, text), ensure_ascii=False)
+    return text
 
 
 def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
@@ -494,10 +505,16 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
         sessions = Sessions(client_dir(settings) / f"claude-code-{client.identity}")
         hook = Hook(name, payload, settings, client, sessions, deadline)
         try:
-            return HANDLERS[name](hook)
+            context = HANDLERS[name](hook)
         finally:
             if hook.problems:
                 log(settings, name, "; ".join(hook.problems))
+        warning = None
+        if client.refused is not None:
+            source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
+            warning = token_refused(client.refused, source, client.spool.pending())
+        output = hook_output(name, context, warning)
+        return json.dumps(output, ensure_ascii=False) if output else None
 
 
 def main(event: str, settings: ClientSettings) -> None:

@@ -63,6 +63,9 @@ class Client:
             spool.service = self.url
         self.timeout = timeout
         self.batch = batch
+        self.refused: str | None = None
+        """The problem of the last 401 the service answered this client (its token is
+        unknown or revoked there), None when it took the token every time."""
         self._http = service_client(self.url, token, base_url=self.url)
 
     @classmethod
@@ -179,6 +182,8 @@ class Client:
             body = None
         message = body.get("message") if isinstance(body, dict) else None
         problem = f"HTTP {response.status_code} from {self.url}{path}: {message or response.text}"
+        if response.status_code == 401:
+            self.refused = problem[:1000]
         return response.status_code, body, problem[:1000]
 
 
