@@ -288,3 +288,59 @@ def _write(path: Path, settings: dict[str, Any], mode: int | None = None) -> Non
         os.close(fd)
     os.chmod(temporary, mode)
     os.replace(temporary, path)
+
+
+# --- where the installed hooks send, and with which token (pps doctor) ---------------------
+
+
+@dataclass(frozen=True)
+class Installed:
+    """Our hooks in one settings file that send to one service with one token: `source`
+    says where the token comes from (the http hook's header, or a token file), `problem`
+    why none could be read (then `token` is None)."""
+
+    url: str
+    source: str
+    token: str | None
+    problem: str | None
+    events: tuple[str, ...]
+
+
+def installed(path: Path) -> list[Installed]:
+    """Our hooks in the settings file `path`, by service and token (none: no file, or no
+    hook of ours in it). Raises SettingsError for a file that cannot be read."""
+    hooks = _read(path).get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    found: dict[tuple[str, str, str | None, str | None], list[str]] = {}
+    for event, groups in hooks.items():
+        if isinstance(groups, list):
+            for _, hook in _hooks(groups):
+                if is_ours(hook):
+                    found.setdefault(_credential(hook), []).append(event)
+    return [Installed(*key, events=tuple(events)) for key, events in found.items()]
+
+
+def _credential(hook: dict[str, Any]) -> tuple[str, str, str | None, str | None]:
+    """(service URL, where the token comes from, the token, why it could not be read)."""
+    if hook.get("type") == "http":
+        url = str(hook["url"]).rstrip("/").removesuffix(ROUTE)
+        headers = hook.get("headers")
+        values = headers.values() if isinstance(headers, dict) else []
+        bearer = next((v for v in values if isinstance(v, str) and v.startswith("Bearer ")), "")
+        token = bearer.removeprefix("Bearer ").strip()
+        return url, "the http hook's header", token or None, None if token else "no bearer token"
+    words = shlex.split(str(hook["command"]))
+    env = {}
+    while words and _ASSIGNMENT.match(words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    url = env.get("PPS_URL", "PPS_URL of Claude Code's environment")
+    named = env.get("PPS_TOKEN_FILE")
+    if named is None:
+        return url, "Claude Code's environment", None, "the command names no PPS_TOKEN_FILE"
+    try:
+        token = Path(named).expanduser().read_text().strip()
+    except OSError as exc:
+        return url, named, None, f"cannot read the token file: {exc.strerror}"
+    return url, named, token or None, None if token else "the token file is empty"

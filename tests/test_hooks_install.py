@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 from tests.fixtures_ingest import Transcript, all_events, client_env, pps, token_of
 
@@ -220,3 +221,33 @@ def test_the_installed_token_file_wins_over_an_exported_token(make_client, serve
     assert done.returncode == 0, done.stderr
     assert [e["content"] for e in all_events(api)] == ["whose am I"]
     assert all_events(other) == []
+
+
+def test_doctor_says_which_installed_hook_has_a_token_the_service_refuses(
+    make_client, server, tmp_path
+):
+    """The token rotated and written to the token file (issue 27): the command hooks read
+    the new one, but the http hook's header still holds the old, so every prompt's hook
+    was a 401 nobody saw. `pps doctor` now checks each installed hook's token."""
+    from engine.capture import entities
+
+    api = make_client()
+    home = tmp_path / "home"
+    env = {**client_env(server.url, token_of(api), tmp_path), "HOME": str(home)}
+    assert install(env, "--user").returncode == 0
+
+    def hooks_lines():
+        done = pps("doctor", "--data-dir", str(server.data_dir), env=env, cwd=tmp_path)
+        lines = [line for line in done.stdout.splitlines() if line.startswith("hooks ")]
+        return done.returncode, {("header" in line): line for line in lines}
+
+    _, lines = hooks_lines()
+    assert " ok " in lines[True] and "UserPromptSubmit" in lines[True], lines
+    assert " ok " in lines[False] and env["PPS_TOKEN_FILE"] in lines[False], lines
+    assert "SessionStart,Stop,PreCompact,SessionEnd" in lines[False]
+
+    Path(env["PPS_TOKEN_FILE"]).write_text(entities.rotate(server.db, api.entity) + "\n")
+    code, lines = hooks_lines()
+    assert code == 1
+    assert " refused " in lines[True] and "401" in lines[True], lines
+    assert " ok " in lines[False], lines
