@@ -53,7 +53,7 @@ from engine.kernel.errors import InputError
 from engine.kernel.files import ensure_private_dir
 from engine.kernel.requests import is_blank
 from ingest import events as ev
-from ingest.client import Client, client_dir
+from ingest.client import Client, answers_token, client_dir, identity
 
 CHANNEL = "terminal"
 SOURCE = "claude-code"
@@ -513,8 +513,43 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
         if client.refused is not None:
             source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
             warning = token_refused(client.refused, source, client.spool.pending())
+        elif name == "SessionStart":
+            warning = stale_http_hook(hook)
         output = hook_output(name, context, warning)
         return json.dumps(output, ensure_ascii=False) if output else None
+
+
+def stale_http_hook(hook: Hook) -> str | None:
+    """The line to show when an installed http hook (the user's settings, or the session's
+    project's) sends a token other than this hook's, and the service refuses it: every
+    prompt's hook is then a 401 that Claude Code shows nobody (a token rotated into the
+    token file leaves the header written at install behind)."""
+    from ingest import claude_settings
+
+    cwd = hook.payload.get("cwd")
+    paths = [claude_settings.settings_path(user=True)]
+    if isinstance(cwd, str) and cwd:
+        paths.append(claude_settings.settings_path(project=Path(cwd)))
+    for path in paths:
+        try:
+            found = claude_settings.installed(path)
+        except claude_settings.SettingsError:
+            continue
+        for installed in found:
+            token = installed.token
+            if installed.source != claude_settings.HEADER or token is None:
+                continue
+            if identity(installed.url, token) == hook.client.identity:
+                continue  # this hook's own token, which the service took
+            timeout = hook.deadline - time.monotonic()
+            if timeout > 0.01 and answers_token(installed.url, token, timeout) == 401:
+                return (
+                    f"pps: the service at {installed.url} refuses the token in the"
+                    f" {', '.join(installed.events)} http hook of {path} (401): prompts get no"
+                    " recall. Install the hooks again (`pps hooks install claude-code"
+                    " --token-file FILE`)."
+                )
+    return None
 
 
 def main(event: str, settings: ClientSettings) -> None:

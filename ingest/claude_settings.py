@@ -293,6 +293,10 @@ def _write(path: Path, settings: dict[str, Any], mode: int | None = None) -> Non
 # --- where the installed hooks send, and with which token (pps doctor) ---------------------
 
 
+HEADER = "the http hook's header"
+"""The `source` of a token written into an http hook's headers."""
+
+
 @dataclass(frozen=True)
 class Installed:
     """Our hooks in one settings file that send to one service with one token: `source`
@@ -329,7 +333,7 @@ def _credential(hook: dict[str, Any]) -> tuple[str, str, str | None, str | None]
         values = headers.values() if isinstance(headers, dict) else []
         bearer = next((v for v in values if isinstance(v, str) and v.startswith("Bearer ")), "")
         token = bearer.removeprefix("Bearer ").strip()
-        return url, "the http hook's header", token or None, None if token else "no bearer token"
+        return url, HEADER, token or None, None if token else "no bearer token"
     words = shlex.split(str(hook["command"]))
     env = {}
     while words and _ASSIGNMENT.match(words[0]):

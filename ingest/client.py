@@ -195,6 +195,16 @@ def _verdict(status: int | None) -> str:
     return _STOP
 
 
+def answers_token(url: str, token: str, timeout: float) -> int | None:
+    """What the service at `url` answers a read as `token` (`GET /v1/events?limit=1`: 200,
+    401 when it does not take it), None when it does not answer."""
+    try:
+        with service_client(url, token, base_url=url, timeout=timeout) as http:
+            return http.get("/v1/events", params={"limit": 1}).status_code
+    except httpx.HTTPError:
+        return None
+
+
 def service_url(settings: ClientSettings) -> str:
     return (settings.url or f"http://127.0.0.1:{settings.port}").rstrip("/")
 

@@ -230,6 +230,7 @@ def test_doctor_says_which_installed_hook_has_a_token_the_service_refuses(
     the new one, but the http hook's header still holds the old, so every prompt's hook
     was a 401 nobody saw. `pps doctor` now checks each installed hook's token."""
     from engine.capture import entities
+    from tests.conftest import connect
 
     api = make_client()
     home = tmp_path / "home"
@@ -246,8 +247,24 @@ def test_doctor_says_which_installed_hook_has_a_token_the_service_refuses(
     assert " ok " in lines[False] and env["PPS_TOKEN_FILE"] in lines[False], lines
     assert "SessionStart,Stop,PreCompact,SessionEnd" in lines[False]
 
-    Path(env["PPS_TOKEN_FILE"]).write_text(entities.rotate(server.db, api.entity) + "\n")
+    rotated = entities.rotate(server.db, api.entity)
+    Path(env["PPS_TOKEN_FILE"]).write_text(rotated + "\n")
     code, lines = hooks_lines()
     assert code == 1
     assert " refused " in lines[True] and "401" in lines[True], lines
     assert " ok " in lines[False], lines
+
+    # And the session says so as it starts: SessionStart, a command reading the new token,
+    # shows the user the line about the http hook's stale one.
+    path = home / ".claude" / "settings.json"
+    command = json.loads(path.read_text())["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    payload = Transcript(tmp_path / "t.jsonl").payload("SessionStart", source="startup")
+    bare = {k: v for k, v in env.items() if not k.startswith("PPS_") or k == "PPS_CLIENT_DIR"}
+    done = subprocess.run(
+        ["bash", "-c", command], input=payload, text=True, capture_output=True, env=bare
+    )
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)["systemMessage"]
+    assert f"refuses the token in the UserPromptSubmit http hook of {path} (401)" in shown
+    with connect(server, rotated) as now:  # the event went with the file's token
+        assert [e["event_type"] for e in all_events(now)] == ["session_start"]

@@ -271,19 +271,13 @@ def _claude_code_hooks() -> list[dict]:
 
 def _taken(hooks) -> dict:
     """Whether the service at `hooks.url` takes `hooks.token`."""
-    import httpx
-
-    from ingest.http import service_client
+    from ingest.client import answers_token
 
     if hooks.token is None:
         return {"status": "failing", "error": hooks.problem}
-    try:
-        with service_client(hooks.url, hooks.token, timeout=5) as client:
-            response = client.get(f"{hooks.url}/v1/events", params={"limit": 1})
-    except httpx.HTTPError as exc:
-        return {"status": "not answering", "error": f"{type(exc).__name__}: {exc}"}
-    if response.status_code == 200:
+    status = answers_token(hooks.url, hooks.token, timeout=5)
+    if status == 200:
         return {"status": "ok"}
-    if response.status_code == 401:
+    if status == 401:
         return {"status": "refused", "error": "401: the service does not take this token"}
-    return {"status": "failing", "error": f"HTTP {response.status_code}"}
+    return {"status": "not answering" if status is None else "failing", "status_code": status}
