@@ -42,7 +42,7 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,7 @@ from engine.kernel.errors import InputError
 from engine.kernel.files import ensure_private_dir
 from engine.kernel.requests import is_blank
 from ingest import events as ev
-from ingest.client import Client, answers_token, client_dir, identity
+from ingest.client import Client, client_dir
 
 CHANNEL = "terminal"
 SOURCE = "claude-code"
@@ -491,8 +491,21 @@ def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
 # --- the command ---------------------------------------------------------------------------
 
 
-def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> str | None:
-    """Run one hook; return what to print (None: nothing). Raises on any failure: the
+HttpHookCheck = Callable[[dict[str, Any], str, float], str | None]
+"""(payload, this hook's client identity, deadline) -> the line to show about an
+installed http hook whose token the service refuses, or None (ingest.claude_settings
+reads the settings files; `pps hook` hands it in)."""
+
+
+def run(
+    event: str,
+    stdin: bytes,
+    settings: ClientSettings,
+    deadline: float,
+    check_http_hook: HttpHookCheck | None = None,
+) -> str | None:
+    """Run one hook; return what to print (None: nothing). SessionStart also asks
+    `check_http_hook`, unless its own token was refused. Raises on any failure: the
     caller logs it and still exits 0."""
     if canonical(event) is None:
         raise ValueError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
@@ -513,46 +526,15 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
         if client.refused is not None:
             source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
             warning = token_refused(client.refused, source, client.spool.pending())
-        elif name == "SessionStart":
-            warning = stale_http_hook(hook)
+        elif name == "SessionStart" and check_http_hook is not None:
+            warning = check_http_hook(payload, client.identity, deadline)
         output = hook_output(name, context, warning)
         return json.dumps(output, ensure_ascii=False) if output else None
 
 
-def stale_http_hook(hook: Hook) -> str | None:
-    """The line to show when an installed http hook (the user's settings, or the session's
-    project's) sends a token other than this hook's, and the service refuses it: every
-    prompt's hook is then a 401 that Claude Code shows nobody (a token rotated into the
-    token file leaves the header written at install behind)."""
-    from ingest import claude_settings
-
-    cwd = hook.payload.get("cwd")
-    paths = [claude_settings.settings_path(user=True)]
-    if isinstance(cwd, str) and cwd:
-        paths.append(claude_settings.settings_path(project=Path(cwd)))
-    for path in paths:
-        try:
-            found = claude_settings.installed(path)
-        except claude_settings.SettingsError:
-            continue
-        for installed in found:
-            token = installed.token
-            if installed.source != claude_settings.HEADER or token is None:
-                continue
-            if identity(installed.url, token) == hook.client.identity:
-                continue  # this hook's own token, which the service took
-            timeout = hook.deadline - time.monotonic()
-            if timeout > 0.01 and answers_token(installed.url, token, timeout) == 401:
-                return (
-                    f"pps: the service at {installed.url} refuses the token in the"
-                    f" {', '.join(installed.events)} http hook of {path} (401): prompts get no"
-                    " recall. Install the hooks again (`pps hooks install claude-code"
-                    " --token-file FILE`)."
-                )
-    return None
-
-
-def main(event: str, settings: ClientSettings) -> None:
+def main(
+    event: str, settings: ClientSettings, check_http_hook: HttpHookCheck | None = None
+) -> None:
     """`pps hook <event>`: never blocks or breaks the session. A watchdog ends the process
     at the budget (everything taken on is in the spool by then, or was never acknowledged
     to anyone); any failure is logged to <client dir>/hooks.log, and stdout carries only
@@ -564,7 +546,7 @@ def main(event: str, settings: ClientSettings) -> None:
     watchdog.start()
     deadline = started + budget * 0.9
     try:
-        output = run(event, read_stdin(deadline), settings, deadline)
+        output = run(event, read_stdin(deadline), settings, deadline, check_http_hook)
     except Exception as exc:
         log(settings, event, f"{type(exc).__name__}: {exc}")
         return

@@ -34,12 +34,14 @@ import re
 import shlex
 import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from ingest.claude_code import EVENTS
+from ingest.client import answers_token, identity
 
 ROUTE = "/v1/hooks/claude-code"
 """The service's route for Claude Code's http hooks (pps.rest.hooks)."""
@@ -348,3 +350,34 @@ def _credential(hook: dict[str, Any]) -> tuple[str, str, str | None, str | None]
     except OSError as exc:
         return url, named, None, f"cannot read the token file: {exc.strerror}"
     return url, named, token or None, None if token else "the token file is empty"
+
+
+def refused_http_hook(payload: dict[str, Any], own: str, deadline: float) -> str | None:
+    """For a SessionStart hook (`ingest.claude_code.run`): the line to show when an
+    installed http hook (the user's settings, or the session's project's) sends a token
+    other than the hook's own (its client identity `own`), and the service refuses it.
+    Every prompt's hook is then a 401 Claude Code shows nobody (a token rotated into the
+    token file leaves the header written at install behind)."""
+    cwd = payload.get("cwd")
+    paths = [settings_path(user=True)]
+    if isinstance(cwd, str) and cwd:
+        paths.append(settings_path(project=Path(cwd)))
+    for path in paths:
+        try:
+            found = installed(path)
+        except SettingsError:
+            continue
+        for hooks in found:
+            if hooks.source != HEADER or hooks.token is None:
+                continue
+            if identity(hooks.url, hooks.token) == own:
+                continue  # the hook's own token, which the service took
+            timeout = deadline - time.monotonic()
+            if timeout > 0.01 and answers_token(hooks.url, hooks.token, timeout) == 401:
+                return (
+                    f"pps: the service at {hooks.url} refuses the token in the"
+                    f" {', '.join(hooks.events)} http hook of {path} (401): prompts get no"
+                    " recall. Install the hooks again (`pps hooks install claude-code"
+                    " --token-file FILE`)."
+                )
+    return None
