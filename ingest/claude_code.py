@@ -7,10 +7,12 @@ SessionStart, `prompt` for UserPromptSubmit, `stop_hook_active` for Stop, `trigg
 (manual|auto) and `custom_instructions` for PreCompact, `reason` for SessionEnd. On exit 0,
 SessionStart and UserPromptSubmit add context to the conversation; we print it as
 `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`, which cannot be
-mistaken for anything else whatever the context says. A transcript is JSONL: one record a
-line with `type` (user, assistant, and others that are not turns), `uuid`, `sessionId`,
-`timestamp`, `cwd`, `gitBranch`, `isSidechain`, `isMeta`, and `message` whose `content` is
-a string or a list of blocks (`text`, `tool_use`, `tool_result`, `thinking`, ...).
+mistaken for anything else whatever the context says. Any hook's `systemMessage` is a line
+Claude Code shows the user: ours says the service refused the token (a 401).
+A transcript is JSONL: one record a line with `type` (user, assistant, and others that
+are not turns), `uuid`, `sessionId`, `timestamp`, `cwd`, `gitBranch`, `isSidechain`,
+`isMeta`, and `message` whose `content` is a string or a list of blocks (`text`,
+`tool_use`, `tool_result`, `thinking`, ...).
 
 What each hook does (all of them within PPS_HOOK_BUDGET_S, exit 0, whatever happens):
 - SessionStart: records a `session_start` event; prints recall("startup").
@@ -527,7 +529,10 @@ def run(
             source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
             warning = token_refused(client.refused, source, client.spool.pending())
         elif name == "SessionStart" and check_http_hook is not None:
-            warning = check_http_hook(payload, client.identity, deadline)
+            try:
+                warning = check_http_hook(payload, client.identity, deadline)
+            except Exception as exc:  # the context to add still goes out
+                log(settings, name, f"checking the http hook: {type(exc).__name__}: {exc}")
         output = hook_output(name, context, warning)
         return json.dumps(output, ensure_ascii=False) if output else None
 
@@ -538,7 +543,7 @@ def main(
     """`pps hook <event>`: never blocks or breaks the session. A watchdog ends the process
     at the budget (everything taken on is in the spool by then, or was never acknowledged
     to anyone); any failure is logged to <client dir>/hooks.log, and stdout carries only
-    the context to inject."""
+    the context to inject and, for a refused token, the line Claude Code shows the user."""
     budget = settings.hook_budget_s
     started = time.monotonic()
     watchdog = threading.Timer(budget, os._exit, args=(0,))
