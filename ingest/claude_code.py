@@ -7,10 +7,12 @@ SessionStart, `prompt` for UserPromptSubmit, `stop_hook_active` for Stop, `trigg
 (manual|auto) and `custom_instructions` for PreCompact, `reason` for SessionEnd. On exit 0,
 SessionStart and UserPromptSubmit add context to the conversation; we print it as
 `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`, which cannot be
-mistaken for anything else whatever the context says. A transcript is JSONL: one record a
-line with `type` (user, assistant, and others that are not turns), `uuid`, `sessionId`,
-`timestamp`, `cwd`, `gitBranch`, `isSidechain`, `isMeta`, and `message` whose `content` is
-a string or a list of blocks (`text`, `tool_use`, `tool_result`, `thinking`, ...).
+mistaken for anything else whatever the context says. Any hook's `systemMessage` is a line
+Claude Code shows the user: ours says the service refused the token (a 401).
+A transcript is JSONL: one record a line with `type` (user, assistant, and others that
+are not turns), `uuid`, `sessionId`, `timestamp`, `cwd`, `gitBranch`, `isSidechain`,
+`isMeta`, and `message` whose `content` is a string or a list of blocks (`text`,
+`tool_use`, `tool_result`, `thinking`, ...).
 
 What each hook does (all of them within PPS_HOOK_BUDGET_S, exit 0, whatever happens):
 - SessionStart: records a `session_start` event; prints recall("startup").
@@ -42,7 +44,7 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -337,13 +339,26 @@ def answering(parts: list[dict[str, Any]]) -> list[str]:
     return [part["event_uid"] for part in parts][: limits.ANSWERING_MAX]
 
 
-def hook_output(event: str, context: str | None) -> dict[str, Any]:
-    """What a SessionStart or UserPromptSubmit hook answers: the context to add, in the
-    one shape that cannot be mistaken for anything else whatever the context says; `{}`
-    when there is none."""
-    if context is None:
-        return {}
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+def hook_output(event: str, context: str | None, warning: str | None = None) -> dict[str, Any]:
+    """What a hook answers: the context to add (SessionStart, UserPromptSubmit), in the
+    one shape that cannot be mistaken for anything else whatever the context says, and a
+    `warning` Claude Code shows the user (`systemMessage`); `{}` when there is neither."""
+    output: dict[str, Any] = {}
+    if context is not None:
+        output["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": context}
+    if warning is not None:
+        output["systemMessage"] = warning
+    return output
+
+
+def token_refused(problem: str, source: str, pending: int) -> str:
+    """The line Claude Code shows the user when the service refuses the hook's token."""
+    waiting = f"; {pending} events wait in the spool for a token it takes" if pending else ""
+    return (
+        f"pps: the service refused the token from {source} ({problem}): nothing is recalled"
+        f"{waiting}. Install the hooks again with a valid --token-file (`pps doctor` checks"
+        " each installed hook's token)."
+    )
 
 
 # --- the command hooks ---------------------------------------------------------------------
@@ -457,14 +472,12 @@ def _recall_request(hook: Hook, context: str, **fields: Any) -> dict[str, Any]:
 
 def _recall_while_flushing(hook: Hook, request: dict[str, Any]) -> str | None:
     """Ask for recall while the spool is sent: both share the budget, neither waits on
-    the other."""
+    the other. The context to add, or None."""
     flusher = threading.Thread(target=_flush, args=(hook,), daemon=True)
     flusher.start()
     text = _recall(hook, request)
     flusher.join(max(0.0, hook.deadline - time.monotonic()))
-    if text is None:
-        return None
-    return json.dumps(hook_output(hook.event, text), ensure_ascii=False)
+    return text
 
 
 def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
@@ -480,8 +493,21 @@ def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
 # --- the command ---------------------------------------------------------------------------
 
 
-def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> str | None:
-    """Run one hook; return what to print (None: nothing). Raises on any failure: the
+HttpHookCheck = Callable[[dict[str, Any], str, float], str | None]
+"""(payload, this hook's client identity, deadline) -> the line to show about an
+installed http hook whose token the service refuses, or None (ingest.claude_settings
+reads the settings files; `pps hook` hands it in)."""
+
+
+def run(
+    event: str,
+    stdin: bytes,
+    settings: ClientSettings,
+    deadline: float,
+    check_http_hook: HttpHookCheck | None = None,
+) -> str | None:
+    """Run one hook; return what to print (None: nothing). SessionStart also asks
+    `check_http_hook`, unless its own token was refused. Raises on any failure: the
     caller logs it and still exits 0."""
     if canonical(event) is None:
         raise ValueError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
@@ -494,17 +520,30 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
         sessions = Sessions(client_dir(settings) / f"claude-code-{client.identity}")
         hook = Hook(name, payload, settings, client, sessions, deadline)
         try:
-            return HANDLERS[name](hook)
+            context = HANDLERS[name](hook)
         finally:
             if hook.problems:
                 log(settings, name, "; ".join(hook.problems))
+        warning = None
+        if client.refused is not None:
+            source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
+            warning = token_refused(client.refused, source, client.spool.pending())
+        elif name == "SessionStart" and check_http_hook is not None:
+            try:
+                warning = check_http_hook(payload, client.identity, deadline)
+            except Exception as exc:  # the context to add still goes out
+                log(settings, name, f"checking the http hook: {type(exc).__name__}: {exc}")
+        output = hook_output(name, context, warning)
+        return json.dumps(output, ensure_ascii=False) if output else None
 
 
-def main(event: str, settings: ClientSettings) -> None:
+def main(
+    event: str, settings: ClientSettings, check_http_hook: HttpHookCheck | None = None
+) -> None:
     """`pps hook <event>`: never blocks or breaks the session. A watchdog ends the process
     at the budget (everything taken on is in the spool by then, or was never acknowledged
     to anyone); any failure is logged to <client dir>/hooks.log, and stdout carries only
-    the context to inject."""
+    the context to inject and, for a refused token, the line Claude Code shows the user."""
     budget = settings.hook_budget_s
     started = time.monotonic()
     watchdog = threading.Timer(budget, os._exit, args=(0,))
@@ -512,7 +551,7 @@ def main(event: str, settings: ClientSettings) -> None:
     watchdog.start()
     deadline = started + budget * 0.9
     try:
-        output = run(event, read_stdin(deadline), settings, deadline)
+        output = run(event, read_stdin(deadline), settings, deadline, check_http_hook)
     except Exception as exc:
         log(settings, event, f"{type(exc).__name__}: {exc}")
         return

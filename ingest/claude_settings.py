@@ -34,12 +34,14 @@ import re
 import shlex
 import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from ingest.claude_code import EVENTS
+from ingest.client import answers_token, identity
 
 ROUTE = "/v1/hooks/claude-code"
 """The service's route for Claude Code's http hooks (pps.rest.hooks)."""
@@ -288,3 +290,94 @@ def _write(path: Path, settings: dict[str, Any], mode: int | None = None) -> Non
         os.close(fd)
     os.chmod(temporary, mode)
     os.replace(temporary, path)
+
+
+# --- where the installed hooks send, and with which token (pps doctor) ---------------------
+
+
+HEADER = "the http hook's header"
+"""The `source` of a token written into an http hook's headers."""
+
+
+@dataclass(frozen=True)
+class Installed:
+    """Our hooks in one settings file that send to one service with one token: `source`
+    says where the token comes from (the http hook's header, or a token file), `problem`
+    why none could be read (then `token` is None)."""
+
+    url: str
+    source: str
+    token: str | None
+    problem: str | None
+    events: tuple[str, ...]
+
+
+def installed(path: Path) -> list[Installed]:
+    """Our hooks in the settings file `path`, by service and token (none: no file, or no
+    hook of ours in it). Raises SettingsError for a file that cannot be read."""
+    hooks = _read(path).get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    found: dict[tuple[str, str, str | None, str | None], list[str]] = {}
+    for event, groups in hooks.items():
+        if isinstance(groups, list):
+            for _, hook in _hooks(groups):
+                if is_ours(hook):
+                    found.setdefault(_credential(hook), []).append(event)
+    return [Installed(*key, events=tuple(events)) for key, events in found.items()]
+
+
+def _credential(hook: dict[str, Any]) -> tuple[str, str, str | None, str | None]:
+    """(service URL, where the token comes from, the token, why it could not be read)."""
+    if hook.get("type") == "http":
+        url = str(hook["url"]).rstrip("/").removesuffix(ROUTE)
+        headers = hook.get("headers")
+        values = headers.values() if isinstance(headers, dict) else []
+        bearer = next((v for v in values if isinstance(v, str) and v.startswith("Bearer ")), "")
+        token = bearer.removeprefix("Bearer ").strip()
+        return url, HEADER, token or None, None if token else "no bearer token"
+    words = shlex.split(str(hook["command"]))
+    env = {}
+    while words and _ASSIGNMENT.match(words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    url = env.get("PPS_URL", "PPS_URL of Claude Code's environment")
+    named = env.get("PPS_TOKEN_FILE")
+    if named is None:
+        return url, "Claude Code's environment", None, "the command names no PPS_TOKEN_FILE"
+    try:
+        token = Path(named).expanduser().read_text().strip()
+    except OSError as exc:
+        return url, named, None, f"cannot read the token file: {exc.strerror}"
+    return url, named, token or None, None if token else "the token file is empty"
+
+
+def refused_http_hook(payload: dict[str, Any], own: str, deadline: float) -> str | None:
+    """For a SessionStart hook (`ingest.claude_code.run`): the line to show when an
+    installed http hook (the user's settings, or the session's project's) sends a token
+    other than the hook's own (its client identity `own`), and the service refuses it.
+    Every prompt's hook is then a 401 Claude Code shows nobody (a token rotated into the
+    token file leaves the header written at install behind)."""
+    cwd = payload.get("cwd")
+    paths = [settings_path(user=True)]
+    if isinstance(cwd, str) and cwd:
+        paths.append(settings_path(project=Path(cwd)))
+    for path in paths:
+        try:
+            found = installed(path)
+        except SettingsError:
+            continue
+        for hooks in found:
+            if hooks.source != HEADER or hooks.token is None:
+                continue
+            if identity(hooks.url, hooks.token) == own:
+                continue  # the hook's own token, which the service took
+            timeout = deadline - time.monotonic()
+            if timeout > 0.01 and answers_token(hooks.url, hooks.token, timeout) == 401:
+                return (
+                    f"pps: the service at {hooks.url} refuses the token in the"
+                    f" {', '.join(hooks.events)} http hook of {path} (401): prompts get no"
+                    " recall. Install the hooks again (`pps hooks install claude-code"
+                    " --token-file FILE`)."
+                )
+    return None

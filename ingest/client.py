@@ -63,6 +63,9 @@ class Client:
             spool.service = self.url
         self.timeout = timeout
         self.batch = batch
+        self.refused: str | None = None
+        """The problem of the last 401 the service answered this client (its token is
+        unknown or revoked there), None when it took the token every time."""
         self._http = service_client(self.url, token, base_url=self.url)
 
     @classmethod
@@ -179,6 +182,8 @@ class Client:
             body = None
         message = body.get("message") if isinstance(body, dict) else None
         problem = f"HTTP {response.status_code} from {self.url}{path}: {message or response.text}"
+        if response.status_code == 401:
+            self.refused = problem[:1000]
         return response.status_code, body, problem[:1000]
 
 
@@ -190,13 +195,24 @@ def _verdict(status: int | None) -> str:
     return _STOP
 
 
+def answers_token(url: str, token: str, timeout: float) -> int | None:
+    """What the service at `url` answers a read as `token` (`GET /v1/events?limit=1`: 200,
+    401 when it does not take it), None when it does not answer."""
+    try:
+        with service_client(url, token, base_url=url, timeout=timeout) as http:
+            return http.get("/v1/events", params={"limit": 1}).status_code
+    except httpx.HTTPError:
+        return None
+
+
 def service_url(settings: ClientSettings) -> str:
     return (settings.url or f"http://127.0.0.1:{settings.port}").rstrip("/")
 
 
 def read_token(settings: ClientSettings) -> str:
-    if settings.token is not None and settings.token.get_secret_value().strip():
-        return settings.token.get_secret_value().strip()
+    """The entity token: from the token file when one is named (PPS_TOKEN_FILE, or
+    `--token-file`), else PPS_TOKEN. A named file wins, so a hook installed with its
+    token file keeps its entity whatever token a shell exports."""
     if settings.token_file is not None:
         path = settings.token_file.expanduser()
         try:
@@ -206,6 +222,8 @@ def read_token(settings: ClientSettings) -> str:
         if token:
             return token
         raise ClientConfigError(f"the token file {path} is empty")
+    if settings.token is not None and settings.token.get_secret_value().strip():
+        return settings.token.get_secret_value().strip()
     raise ClientConfigError(
         "no entity token: set PPS_TOKEN_FILE to a file holding it (or PPS_TOKEN)"
     )

@@ -9,8 +9,11 @@ stateless with JSON responses, so every message is one POST that stands alone.
 What the relay adds is only what a person or a model can act on, always as one line:
 a refused token (`401: the token is not valid for <url>`) and a service that does not
 answer. If the service is down at `initialize`, the relay answers it itself so the client
-starts; every later request is forwarded again, and fails with a readable line until the
-service is back. The service's own JSON-RPC errors pass through unchanged.
+starts, with `tools.listChanged`; every later request is forwarded again, and fails with a
+readable line until the service is back. Meanwhile the relay asks the service now and then
+(`tools/list`, at most PROBE_MAX_S apart); once it answers, the relay sends the client
+`notifications/tools/list_changed`, so it fetches the tools again (Claude Code does, since
+2.1). The service's own JSON-RPC errors pass through unchanged.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ IN_FLIGHT = 16
 CALL_TIMEOUT = httpx.Timeout(120.0, connect=5.0)
 INITIALIZE_TIMEOUT = httpx.Timeout(5.0)
 """A client waits for `initialize` only so long; past this the relay answers it itself."""
+PROBE_FIRST_S = 0.5
+PROBE_MAX_S = 5.0
+"""While the service is down after `initialize`, it is asked again after PROBE_FIRST_S,
+then twice as long each time, up to PROBE_MAX_S between two asks."""
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
 
 class Unanswered(Exception):
@@ -68,6 +76,11 @@ class Relay:
         self._write_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(IN_FLIGHT)
         self._closed = False
+        self._initialized = threading.Event()
+        """The client said `notifications/initialized`: it may be sent notifications."""
+        self._ended = threading.Event()
+        """stdin ended: the probe stops."""
+        self._prober: threading.Thread | None = None
 
     # --- stdio ---
 
@@ -85,6 +98,9 @@ class Relay:
             workers = [w for w in workers if w.is_alive()] + [worker]
         for worker in workers:
             worker.join()
+        self._ended.set()
+        if self._prober is not None:
+            self._prober.join()
         self.http.close()
 
     def write(self, message: Any) -> None:
@@ -116,6 +132,8 @@ class Relay:
             self._slots.release()
 
     def _forward(self, message: Any) -> None:
+        if isinstance(message, dict) and message.get("method") == "notifications/initialized":
+            self._initialized.set()
         request_id = message.get("id") if _is_request(message) else None
         initialize = _is_request(message) and message["method"] == "initialize"
         try:
@@ -124,6 +142,7 @@ class Relay:
             if initialize and exc.down:
                 _warn(f"{exc}; calls will say so until it answers")
                 self.write(self._local_initialize(message))
+                self._probe_until_up()
                 return
             if initialize:
                 _warn(str(exc))
@@ -209,10 +228,54 @@ class Relay:
             "id": message["id"],
             "result": {
                 "protocolVersion": params.get("protocolVersion", "2025-03-26"),
-                "capabilities": {"tools": {"listChanged": False}},
+                "capabilities": {"tools": {"listChanged": True}},
                 "serverInfo": {"name": self.name, "version": self.version},
             },
         }
+
+    def _probe_until_up(self) -> None:
+        """Ask the service, on a thread of its own, until it lists its tools; then tell the
+        client (once it is initialized) that the list changed. A refused token is said on
+        stderr and ends the asking (the client hears it at its next call)."""
+        if self._prober is not None:
+            return
+
+        def probe() -> None:
+            wait = PROBE_FIRST_S
+            while not self._ended.wait(wait):
+                wait = min(wait * 2, PROBE_MAX_S)
+                try:
+                    if not self._lists_tools():
+                        continue
+                except Unanswered as refused:
+                    _warn(str(refused))
+                    return
+                while not self._initialized.is_set():
+                    if self._ended.wait(PROBE_FIRST_S):
+                        return
+                self.write(LIST_CHANGED)
+                return
+
+        self._prober = threading.Thread(target=probe, name="pps-relay-probe", daemon=True)
+        self._prober.start()
+
+    def _lists_tools(self) -> bool:
+        """Whether the service answers `tools/list` now. Raises Unanswered for a refused
+        token (the service is up, and will not list them for this one)."""
+        body = json.dumps({"jsonrpc": "2.0", "id": "pps-relay-probe", "method": "tools/list"})
+        try:
+            with self.http.stream(
+                "POST", self.url, content=body.encode(), timeout=INITIALIZE_TIMEOUT
+            ) as response:
+                status = response.status_code
+                listed = response.is_success and any(
+                    _is_response(reply) and "result" in reply for reply in self._replies(response)
+                )
+        except (httpx.HTTPError, Unanswered):  # down, or something that is not MCP yet
+            return False
+        if status == 401:
+            raise Unanswered(f"401: the token is not valid for {self.url}")
+        return listed
 
     def _fail(self, message: Any, line: str) -> None:
         """Tell the client a request failed: a tool call gets a tool error, which the model

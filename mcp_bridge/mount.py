@@ -20,7 +20,7 @@ from starlette.routing import Route
 from engine.capture import entities
 from engine.kernel.errors import FieldProblem, bearer_challenge
 from mcp_bridge import PATHS, openclaw, pps, shared_memory, wordwalker
-from pps.http.deps import MISSING_TOKEN, UNKNOWN_TOKEN
+from pps.http.deps import UNKNOWN_TOKEN, Unauthorized, no_token
 from pps.http.errors import problem_response
 
 PROFILES: dict[str, tuple[str, Callable[[], MCPServer]]] = {
@@ -62,20 +62,24 @@ class BearerEntity:
     The header is read as Starlette reads every header (latin-1, which any bytes are), so
     bytes that are not UTF-8 are a wrong token, a 401, as on /v1. A 401 challenges as
     RFC 6750 says: `Bearer` alone when no bearer token came, with
-    `error="invalid_token"` when one came and is no entity's."""
+    `error="invalid_token"` when one came and is no entity's, or came empty (as /v1:
+    pps.http.deps.no_token)."""
 
     def __init__(self, app):
         self.app = app
 
     async def __call__(self, scope, receive, send):
         headers = dict(scope["headers"])
-        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        header = headers.get(b"authorization", b"").decode("latin-1")
+        scheme, _, token = header.partition(" ")
         token = token.strip() if scheme.lower() == "bearer" else ""
         entity = entities.authenticate(scope["app"].state.db, token) if token else None
         if entity is None:
-            wrong = UNKNOWN_TOKEN if token else None
-            problems = [FieldProblem("Authorization", wrong or MISSING_TOKEN)]
-            challenge = {"WWW-Authenticate": bearer_challenge(wrong)}
+            refused = Unauthorized(UNKNOWN_TOKEN, wrong=True) if token else no_token(header)
+            problems = [FieldProblem("Authorization", refused.problem)]
+            challenge = {
+                "WWW-Authenticate": bearer_challenge(refused.problem if refused.wrong else None)
+            }
             response = problem_response(401, "unauthorized", problems, **challenge)
             return await response(scope, receive, send)
         scope.setdefault("state", {})["entity"] = entity

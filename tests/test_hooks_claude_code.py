@@ -187,6 +187,26 @@ def test_unknown_event_or_missing_token_exits_0_and_says_why_in_the_log(session,
     assert (tmp_path / "client" / "hooks.log").stat().st_mode & 0o777 == 0o600
 
 
+def test_a_refused_token_is_a_line_claude_code_shows_the_user(server, tmp_path):
+    """A revoked or wrong token (issue 27): every hook used to print nothing and say it only
+    in hooks.log, so nothing was injected and nobody knew why. Each hook now answers
+    Claude Code's `systemMessage` (shown to the user) naming the token file and the 401;
+    what it captured waits in the spool, and it still exits 0."""
+    env = client_env(server.url, "pps_not_a_token", tmp_path, PPS_HOOK_BUDGET_S="20")
+    transcript = Transcript(tmp_path / "refused.jsonl")
+    for event, fields in [
+        ("SessionStart", {"source": "startup"}),
+        ("UserPromptSubmit", {"prompt": "are you there?"}),
+        ("Stop", {"stop_hook_active": False}),
+    ]:
+        output = json.loads(hook(event, transcript, env, **fields).stdout)
+        assert set(output) == {"systemMessage"}, (event, output)
+        line = output["systemMessage"]
+        assert f"refused the token from {env['PPS_TOKEN_FILE']}" in line, line
+        assert "HTTP 401" in line and "unknown or revoked token" in line
+    assert "2 events wait in the spool" in line  # the start and the prompt, kept
+
+
 def test_hooks_with_the_service_stopped_spool_and_exit_0_then_flush_delivers_once(tmp_path):
     server = AppServer(tmp_path / "data").start()
     try:

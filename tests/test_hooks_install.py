@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 from tests.fixtures_ingest import Transcript, all_events, client_env, pps, token_of
 
@@ -198,3 +199,72 @@ def test_the_installed_command_captures_a_prompt(make_client, server, tmp_path):
     if done.stdout:  # only ever the context to inject (recall), in Claude Code's form
         assert json.loads(done.stdout)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert [e["content"] for e in all_events(api)] == ["hello from the settings file"]
+
+
+def test_the_installed_token_file_wins_over_an_exported_token(make_client, server, tmp_path):
+    """A shell that exports another entity's PPS_TOKEN (issue 27): the installed command
+    names its token file, and that is the entity its events go to (PPS_TOKEN used to win,
+    so the prompt went to whoever the exported token belonged to)."""
+    api, other = make_client(), make_client()
+    env = client_env(server.url, token_of(api), tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    assert install(env, "--command", "--project", str(project)).returncode == 0
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
+    command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    payload = Transcript(tmp_path / "t.jsonl").payload("UserPromptSubmit", prompt="whose am I")
+    bare = {k: v for k, v in env.items() if not k.startswith("PPS_") or k == "PPS_CLIENT_DIR"}
+    exported = {**bare, "PPS_TOKEN": token_of(other)}
+    done = subprocess.run(
+        ["bash", "-c", command], input=payload, text=True, capture_output=True, env=exported
+    )
+    assert done.returncode == 0, done.stderr
+    assert [e["content"] for e in all_events(api)] == ["whose am I"]
+    assert all_events(other) == []
+
+
+def test_doctor_says_which_installed_hook_has_a_token_the_service_refuses(
+    make_client, server, tmp_path
+):
+    """The token rotated and written to the token file (issue 27): the command hooks read
+    the new one, but the http hook's header still holds the old, so every prompt's hook
+    was a 401 nobody saw. `pps doctor` now checks each installed hook's token."""
+    from engine.capture import entities
+    from tests.conftest import connect
+
+    api = make_client()
+    home = tmp_path / "home"
+    env = {**client_env(server.url, token_of(api), tmp_path), "HOME": str(home)}
+    assert install(env, "--user").returncode == 0
+
+    def hooks_lines():
+        done = pps("doctor", "--data-dir", str(server.data_dir), env=env, cwd=tmp_path)
+        lines = [line for line in done.stdout.splitlines() if line.startswith("hooks ")]
+        return done.returncode, {("header" in line): line for line in lines}
+
+    _, lines = hooks_lines()
+    assert " ok " in lines[True] and "UserPromptSubmit" in lines[True], lines
+    assert " ok " in lines[False] and env["PPS_TOKEN_FILE"] in lines[False], lines
+    assert "SessionStart,Stop,PreCompact,SessionEnd" in lines[False]
+
+    rotated = entities.rotate(server.db, api.entity)
+    Path(env["PPS_TOKEN_FILE"]).write_text(rotated + "\n")
+    code, lines = hooks_lines()
+    assert code == 1
+    assert " refused " in lines[True] and "401" in lines[True], lines
+    assert " ok " in lines[False], lines
+
+    # And the session says so as it starts: SessionStart, a command reading the new token,
+    # shows the user the line about the http hook's stale one.
+    path = home / ".claude" / "settings.json"
+    command = json.loads(path.read_text())["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    payload = Transcript(tmp_path / "t.jsonl").payload("SessionStart", source="startup")
+    bare = {k: v for k, v in env.items() if not k.startswith("PPS_") or k == "PPS_CLIENT_DIR"}
+    done = subprocess.run(
+        ["bash", "-c", command], input=payload, text=True, capture_output=True, env=bare
+    )
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)["systemMessage"]
+    assert f"refuses the token in the UserPromptSubmit http hook of {path} (401)" in shown
+    with connect(server, rotated) as now:  # the event went with the file's token
+        assert [e["event_type"] for e in all_events(now)] == ["session_start"]

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from mcp_bridge import mount
+from pps.http.deps import EMPTY_TOKEN
 from tests.conftest import wait_for
 from tests.mcp_client import ToolFailed, call, session
 from tests.searching import home, write
@@ -92,6 +93,9 @@ def test_each_profile_needs_a_valid_token(server, path):
         ("Basic dXNlcjpwdw==", "Bearer"),  # no bearer token: nothing to call invalid
         ("Bearer pps_wrong", wrong),
         (b"Bearer \xff\xfe\xc3(", wrong),  # not UTF-8 (was a 500); /v1 answers the same
+        # `Bearer $(cat FILE)` of a missing file (issue 27): a bare challenge, which MCP
+        # clients show as a failed connection; now why, on /mcp and /v1 alike.
+        ("Bearer", f'Bearer error="invalid_token", error_description="{EMPTY_TOKEN}"'),
     ]:
         for prefix in (path, "/v1/events"):
             response = httpx.post(

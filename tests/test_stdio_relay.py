@@ -18,7 +18,9 @@ from importlib.metadata import version
 import pytest
 from mcp import Client, StdioServerParameters
 
+from engine.capture import entities
 from pps.process import free_port
+from tests.conftest import AppServer, wait_for
 from tests.mcp_client import call, session
 from tests.searching import home, write
 
@@ -287,7 +289,7 @@ def test_a_stopped_service_still_initializes_and_calls_say_it_is_down():
         left, stderr = relay.close()
     assert started["id"] == 7 and started["result"] == {
         "protocolVersion": "2025-06-18",
-        "capabilities": {"tools": {"listChanged": False}},
+        "capabilities": {"tools": {"listChanged": True}},
         "serverInfo": {"name": "shared-memory", "version": version("pps")},
     }
     line = f"the pps service at {url}/mcp/shared-memory is not answering"
@@ -296,6 +298,50 @@ def test_a_stopped_service_still_initializes_and_calls_say_it_is_down():
     assert listed["id"] == 9 and listed["error"]["message"] == line
     assert left == []
     assert stderr.count("\n") == 1 and line in stderr and "Traceback" not in stderr
+
+
+def test_a_relay_started_before_the_service_lists_its_tools_once_it_answers(tmp_path):
+    """A session started before `pps serve` (issue 27): the relay answered `initialize`
+    itself, and the client kept no pps tools. Now it says the list may change, and once
+    the service answers it sends `notifications/tools/list_changed`; the client's
+    `tools/list` then gets the service's tools."""
+    with AppServer(tmp_path / "data") as server:
+        token = entities.create(server.db, "lyra")
+        server.stop()
+        with Relay(server.url, token) as relay:
+            relay.send(initialize())
+            started = relay.read()
+            assert started["result"]["capabilities"]["tools"] == {"listChanged": True}
+            relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.start()
+            assert relay.read() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+            relay.send(request(2, "tools/list"))
+            listed = relay.read()
+            left, stderr = relay.close()
+        names = {tool["name"] for tool in listed["result"]["tools"]}
+        assert "store_event" in names and "ambient_recall" in names
+        assert left == [] and stderr.count("\n") == 1 and "Traceback" not in stderr
+
+
+def test_a_relay_started_before_the_service_says_once_that_it_refuses_the_token(tmp_path):
+    """The service comes up and does not take the token: no list_changed (there are no
+    tools to fetch), one line on stderr, and the calls say 401 as they did."""
+    with AppServer(tmp_path / "data") as server:
+        server.stop()
+        with Relay(server.url, "pps_not_a_token") as relay:
+            relay.send(initialize())
+            assert "result" in relay.read()
+            relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.requests.clear()
+            server.start()
+            wait_for(lambda: "POST /mcp" in server.requests, READ_TIMEOUT, "the relay to ask")
+            relay.send(request(2, "tools/list"))
+            listed = relay.read()
+            left, stderr = relay.close()
+    line = f"401: the token is not valid for {server.url}/mcp"
+    assert listed["id"] == 2 and listed["error"]["message"] == line
+    assert left == []
+    assert stderr.splitlines()[-1] == f"pps mcp: {line}" and stderr.count(line) == 1
 
 
 @pytest.mark.parametrize("signal_", [signal.SIGINT, signal.SIGTERM])

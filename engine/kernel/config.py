@@ -88,10 +88,12 @@ class ClientSettings(BaseSettings):
         "default http://127.0.0.1:<PPS_PORT>.",
     )
     token: SecretStr | None = Field(
-        None, description="The entity token the clients send (prefer PPS_TOKEN_FILE)."
+        None,
+        description="The entity token the clients send when PPS_TOKEN_FILE is unset (prefer it).",
     )
     token_file: Path | None = Field(
-        None, description="A 0600 file holding the entity token (read when PPS_TOKEN is unset)."
+        None,
+        description="A 0600 file holding the entity token; it wins over PPS_TOKEN.",
     )
     client_dir: Path = Field(
         None,

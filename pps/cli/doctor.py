@@ -2,12 +2,13 @@
 
 One line per component, printed as soon as it is checked: the database, the service, the
 graph, the LLM, the embedding model, then what only a server knows: its workers and the
-files of the homes it could not index. With a server running on the data dir (it holds
-the data dir's lock, which names its port), its /health is asked once and is the verdict
-for what the server runs (the graph, the models: none is loaded here); the database and
-the LLM's endpoint are checked here too, and where the two differ the line gives the worse
-with both reasons. Without one, everything is checked here (the embedded FalkorDB started
-and stopped under the lock, the models loaded).
+files of the homes it could not index; last, the Claude Code hooks installed (the user's
+and this folder's settings): whether the service takes the token each one sends. With a
+server running on the data dir (it holds the data dir's lock, which names its port), its
+/health is asked once and is the verdict for what the server runs (the graph, the models:
+none is loaded here); the database and the LLM's endpoint are checked here too, and where
+the two differ the line gives the worse with both reasons. Without one, everything is
+checked here (the embedded FalkorDB started and stopped under the lock, the models loaded).
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
             report.line(name, _workers(state) if name == "workers" else state)
     report.line("summaries", _one(_summaries_here(settings, db, served), served, "summaries"))
     report.line("backup", _backup(db, served))
+    for check in _claude_code_hooks():
+        report.line("hooks", check)
     if report.bad:
         raise typer.Exit(1)
 
@@ -245,3 +248,36 @@ def _llm(here: dict, described: dict, served: dict | None) -> dict:
     if here.get("status") == "ok" and verdict.get("status") != "ok":
         verdict["from_here"] = "the endpoint answers GET /models"
     return verdict
+
+
+def _claude_code_hooks() -> list[dict]:
+    """One line per service and token the installed Claude Code hooks send with (the
+    user's settings, then this folder's `.claude/settings.local.json`): whether the
+    service takes it (`refused`: a 401, the hooks inject nothing)."""
+    from ingest import claude_settings
+
+    lines = []
+    for path in (claude_settings.settings_path(user=True), claude_settings.settings_path()):
+        try:
+            found = claude_settings.installed(path)
+        except claude_settings.SettingsError as exc:
+            lines.append({"status": "failing", "file": path, "error": str(exc)})
+            continue
+        for hooks in found:
+            where = {"file": path, "events": ",".join(hooks.events), "token": hooks.source}
+            lines.append({**_taken(hooks), **where, "url": hooks.url})
+    return lines
+
+
+def _taken(hooks) -> dict:
+    """Whether the service at `hooks.url` takes `hooks.token`."""
+    from ingest.client import answers_token
+
+    if hooks.token is None:
+        return {"status": "failing", "error": hooks.problem}
+    status = answers_token(hooks.url, hooks.token, timeout=5)
+    if status == 200:
+        return {"status": "ok"}
+    if status == 401:
+        return {"status": "refused", "error": "401: the service does not take this token"}
+    return {"status": "not answering" if status is None else "failing", "status_code": status}

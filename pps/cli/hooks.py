@@ -23,13 +23,13 @@ def hook(
 ) -> None:
     """Run a Claude Code hook: its JSON on stdin, context to inject on stdout. Always exits 0
     within PPS_HOOK_BUDGET_S; problems go to hooks.log in PPS_CLIENT_DIR."""
-    from ingest import claude_code
+    from ingest import claude_code, claude_settings
 
     try:
         settings = settings_for()
     except Exception:  # a broken setting must not break the session either
         return
-    claude_code.main(event, settings)
+    claude_code.main(event, settings, claude_settings.refused_http_hook)
 
 
 @app.command("install")

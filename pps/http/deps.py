@@ -18,7 +18,9 @@ from engine.store.db import Database
 
 MISSING_TOKEN = "missing: send 'Authorization: Bearer <token>'"
 UNKNOWN_TOKEN = "unknown or revoked token"
-"""What a 401 says, on every face: no bearer token came, or one that is no one's."""
+EMPTY_TOKEN = "empty: the Authorization header says Bearer and no token (an empty token file?)"
+"""What a 401 says, on every face: no bearer token came, one that is no one's, or
+`Bearer` with nothing after it."""
 
 
 class Unauthorized(Exception):
@@ -27,6 +29,17 @@ class Unauthorized(Exception):
 
     def __init__(self, problem: str, wrong: bool = False):
         self.problem, self.wrong = problem, wrong
+
+
+def no_token(authorization: str) -> Unauthorized:
+    """The 401 of a request that brought no bearer token. `Bearer` with nothing after it
+    is a token that came empty (`Bearer $(cat FILE)` of a missing file), which the client
+    is told as `invalid_token` with why, so it can show it; no Authorization header at all,
+    or another scheme, is challenged with a bare `Bearer` (RFC 6750, 3.1)."""
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() == "bearer" and not token.strip():
+        return Unauthorized(EMPTY_TOKEN, wrong=True)
+    return Unauthorized(MISSING_TOKEN)
 
 
 def get_db(request: Request) -> Database:
@@ -46,7 +59,7 @@ def current_entity(
 ) -> str:
     """The entity the bearer token belongs to. The token is the only way to name one."""
     if credentials is None:
-        raise Unauthorized(MISSING_TOKEN)
+        raise no_token(request.headers.get("authorization", ""))
     entity = entities.authenticate(get_db(request), credentials.credentials)
     if entity is None:
         raise Unauthorized(UNKNOWN_TOKEN, wrong=True)
