@@ -12,7 +12,8 @@ example daemon.
 A message is `discord:<message id>` (channel `discord`, the author's username as its
 `author`, the same in every guild; display names, guild, channel, thread and attachments
 in the metadata, the channel or thread as the session); an edit is
-`discord:<id>:edit:<edited_at>` with the new text; a deletion is `discord:<id>:delete`.
+`discord:<id>:edit:<edited_at>` with the new text, naming the message it replaces
+(`replaces` in its metadata); a deletion is `discord:<id>:delete` (`deletes`: the same).
 The importer of a daemon's SQLite database names a message the same way when it knows
 its Discord id, so live capture and import never store one message twice.
 """
@@ -86,6 +87,7 @@ def edit_event(before: Any, after: Any, *, self_id: Any = None) -> dict[str, Any
     event["event_type"] = "edit"
     event["created_at"] = _moment(edited) or event["created_at"]
     event["metadata"]["previous_content"] = getattr(before, "content", None)
+    event["metadata"]["replaces"] = message_uid(after.id)
     return event
 
 
@@ -95,7 +97,11 @@ def delete_event(message_or_payload: Any) -> dict[str, Any]:
     message_id = getattr(message_or_payload, "message_id", None)
     if message_id is None:
         message_id = message_or_payload.id
-    metadata = {"source": "discord", "message_id": str(message_id)}
+    metadata: dict[str, Any] = {
+        "source": "discord",
+        "message_id": str(message_id),
+        "deletes": message_uid(message_id),
+    }
     cached = getattr(message_or_payload, "cached_message", message_or_payload)
     if cached is not None and hasattr(cached, "channel"):
         metadata.update(_place(cached))

@@ -271,7 +271,9 @@ def test_edits_and_deletions_are_events_too(make_client, server, tmp_path):
     assert edit["content"] == "the robe is green"
     assert edit["metadata"]["previous_content"] == "the robe is blue"
     assert edit["created_at"] == "2026-01-04T15:00:00.000000Z"
+    assert edit["metadata"]["replaces"] == f"discord:{mid}"
     assert stored[2]["event_uid"] == f"discord:{mid}:delete"
+    assert stored[2]["metadata"]["deletes"] == f"discord:{mid}"
     assert stored[2]["metadata"]["channel_id"] == "222"
 
 
