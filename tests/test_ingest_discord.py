@@ -363,3 +363,57 @@ def test_message_event_needs_no_network():
     event = asyncio.run(build())
     assert event["event_uid"] == "discord:4001" and event["role"] == "assistant"
     assert event["author"] == "lyra" and event["metadata"]["author_is_bot"] is True
+
+
+def test_an_edit_supersedes_and_a_deletion_tombstones(make_client, server, tmp_path):
+    api = make_client()
+    bot = capture(server, api, tmp_path)
+    robe, seat = snowflake(50), snowflake(51)
+
+    async def daemon(gateway):
+        await bot.on_message(gateway.create(robe, "the pelican robe is blue"))
+        await bot.on_message(gateway.create(seat, "a pelican saved you a seat"))
+        for minute, colour in ((0, "green"), (5, "golden")):
+            moment = datetime(2026, 1, 4, 15, minute, tzinfo=UTC)
+            await bot.on_message_edit(
+                *gateway.update(robe, f"the pelican robe is {colour}", moment)
+            )
+        await bot.on_raw_message_delete(gateway.delete(seat))
+
+    run_daemon(bot, daemon)
+    # Search and recall know the newest text only, and nothing of the deleted message.
+    found = api.post("/v1/search", json={"query": "pelican", "tiers": "longform"}).json()
+    assert [r["text"] for r in found["results"]] == ["the pelican robe is golden"]
+    raw = api.get("/v1/events/search", params={"q": "pelican"}).json()["results"]
+    assert [hit["event"]["content"] for hit in raw] == ["the pelican robe is golden"]
+    answer = api.post("/v1/recall", json={"context": "startup"}).json()
+    turns = [i["text"] for i in answer["items"] if i["layer"] == "unsummarized"]
+    assert answer["unsummarized"] == 1 and len(turns) == 1
+    assert turns[0].endswith("jeff: the pelican robe is golden")
+    assert "blue" not in answer["context"] and "seat" not in answer["context"]
+    # Layer 1 keeps every version, marked.
+    stored = {e["content"]: e for e in all_events(api)}
+    golden = stored["the pelican robe is golden"]
+    assert (golden["replaced_by"], golden["deleted_at"]) == (None, None)
+    for old in ("the pelican robe is blue", "the pelican robe is green"):
+        assert stored[old]["replaced_by"] == golden["event_uid"]
+    deleted = stored["a pelican saved you a seat"]
+    deletion = next(e for e in stored.values() if e["event_type"] == "delete")
+    assert deleted["deleted_at"] == deletion["created_at"] and deleted["replaced_by"] is None
+
+
+def test_a_deletion_that_arrives_first_still_tombstones(make_client):
+    api = make_client()
+    deletion = {
+        "event_uid": "discord:77:delete",
+        "channel": "discord",
+        "event_type": "delete",
+        "content": "message 77 was deleted",
+        "metadata": {"deletes": "discord:77"},
+    }
+    late = {"event_uid": "discord:77", "channel": "discord", "content": "a pelican, sent late"}
+    assert api.post("/v1/events", json=[deletion]).status_code == 200
+    assert api.post("/v1/events", json=[late]).status_code == 200
+    found = api.post("/v1/search", json={"query": "pelican", "tiers": "longform"}).json()
+    assert found["results"] == []
+    assert next(e for e in all_events(api) if e["event_uid"] == "discord:77")["deleted_at"]
