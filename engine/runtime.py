@@ -5,10 +5,12 @@ Reading this file tells what runs besides the request handlers."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
 
+from engine.capture import events
 from engine.crystal import summarize
 from engine.graph import curator, episodes, texture
 from engine.kernel.config import Settings
@@ -19,9 +21,16 @@ from engine.store.db import Database
 
 log = logging.getLogger("pps.runtime")
 
-CAPTURE_LISTENERS = (turns.admit, episodes.admit)
-"""What capture announces a stored batch to, inside its transaction: search indexes the
-new turns' words at once (their vectors follow as a job), the graph puts them in their
+
+def _supersede(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
+    """Capture marks what an edit replaced or a deletion removed; search drops their rows."""
+    turns.forget(conn, entity, events.supersede(conn, entity, event_ids))
+
+
+CAPTURE_LISTENERS = (_supersede, turns.admit, episodes.admit)
+"""What capture announces a stored batch to, inside its transaction: capture marks what
+an edit or a deletion changed (and search drops those rows), search indexes the new
+turns' words at once (their vectors follow as a job), the graph puts them in their
 episode windows. Every writer of events passes these to `capture.record`."""
 
 

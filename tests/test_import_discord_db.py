@@ -129,8 +129,14 @@ def test_live_capture_and_import_store_a_message_once(make_client, server, tmp_p
         attachments=[],
         reference=None,
     )
+
+    async def daemon(bot: DiscordCapture) -> None:
+        await bot.on_message(live)
+        assert (await bot.drain()).stored == 1
+        await bot.aclose()
+
     with Client(server.url, token_of(api), Spool(tmp_path / "spool.jsonl")) as client:
-        asyncio.run(DiscordCapture(client, self_id=1).on_message(live))
+        asyncio.run(daemon(DiscordCapture(client, self_id=1)))
     env = client_env(server.url, token_of(api), tmp_path)
     counts = summary_counts(pps("import", "discord-db", str(path), env=env).stdout)
     assert counts["duplicates"] == 2  # 7005 captured live; 7001 in both tables

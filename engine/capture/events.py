@@ -29,7 +29,7 @@ from pydantic import (
     ValidationError,
 )
 
-from engine.capture.markers import markers_only, turns_only
+from engine.capture.markers import current, markers_only, superseded, turns_only
 from engine.capture.words import any_of, keywords, searchable
 from engine.kernel import timestamps
 from engine.kernel.errors import FieldProblem, InputError, NotFound, from_validation
@@ -55,6 +55,10 @@ class Event(BaseModel):
     session_id: str | None
     created_at: str
     received_at: str
+    replaced_by: str | None = None
+    """The event_uid of the edit that replaced it (the newest), if one did."""
+    deleted_at: str | None = None
+    """When it was deleted, if it was: it stays here, and nowhere else answers with it."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row | dict[str, Any]) -> Event:
@@ -292,7 +296,7 @@ def search_events(db: Database, entity: str, query: SearchQuery) -> list[SearchH
         "SELECT e.*, snippet(events_fts, 0, '**', '**', '…', 16) AS snippet,"
         f" ({held}) AS held, bm25(events_fts) AS rank"
         " FROM events_fts JOIN events e ON e.id = events_fts.rowid"
-        f" WHERE events_fts MATCH ? AND {where}"
+        f" WHERE events_fts MATCH ? AND {where} AND {current('e.')}"
         " ORDER BY held DESC, rank LIMIT ? OFFSET ?",
         [*held_params, any_of(words), *params, query.limit, query.offset],
     ).fetchall()
@@ -516,7 +520,8 @@ of one channel, or of every channel where the channel is None."""
 class Span:
     """Which of an entity's events a read takes: of one channel or of a list of them, ids
     from `low` to `high`, created at or after `since` (and before `before`), every event or
-    only turns or markers (engine.capture.markers), and none inside the `outside` ranges."""
+    only turns, markers or superseded turns (engine.capture.markers), and none inside the
+    `outside` ranges."""
 
     entity: str
     channel: str | None = None
@@ -525,7 +530,7 @@ class Span:
     high: int | None = None
     since: str | None = None
     before: str | None = None
-    kind: Literal["event", "turn", "marker"] = "event"
+    kind: Literal["event", "turn", "marker", "superseded"] = "event"
     outside: Covered = ()
 
     def select(self, columns: str) -> tuple[str, list[Any]]:
@@ -555,7 +560,8 @@ class Span:
             clauses.append("EXISTS (SELECT 1 FROM json_each(?) c WHERE c.value = e.channel)")
             params.append(json.dumps(list(self.channels)))
         if self.kind != "event":
-            clauses.append(turns_only("e.") if self.kind == "turn" else markers_only("e."))
+            kinds = {"turn": turns_only, "marker": markers_only, "superseded": superseded}
+            clauses.append(kinds[self.kind]("e."))
         if self.outside:
             clauses.append(
                 "NOT EXISTS (SELECT 1 FROM covered c WHERE e.id BETWEEN c.low AND c.high"
@@ -644,3 +650,68 @@ def uids(db: Database, entity: str, ids: Sequence[int]) -> dict[int, str]:
         (json.dumps(list(ids)), entity),
     )
     return {row[0]: row[1] for row in rows}
+
+
+# A conversation as it changes (issue 27): an edit replaces the message it names
+# (`metadata.replaces`, its event_uid), a deletion tombstones it (`metadata.deletes`).
+
+_NAMING = "coalesce(json_extract(metadata, '$.replaces'), json_extract(metadata, '$.deletes'))"
+"""What an edit or deletion names: the expression migrations/0008's index holds."""
+
+
+def supersede(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> list[int]:
+    """(A capture listener's half, in the batch's transaction.) Mark what the new events
+    change: every version of a message but its newest edit gets `replaced_by` (that
+    edit's uid), every version of a deleted one `deleted_at` (its first deletion's
+    time). A message stored after its edit or deletion (an import, a spool sent late)
+    is marked as it arrives. Returns the ids that stopped being current, for search to
+    drop their rows."""
+    named = conn.execute(
+        f"SELECT event_uid, event_type, {_NAMING} AS names FROM events"
+        " WHERE entity = ? AND id IN (SELECT value FROM json_each(?))",
+        (entity, json.dumps(event_ids)),
+    ).fetchall()
+    originals = {
+        row["names"] if row["event_type"] in ("edit", "delete") and row["names"] else None
+        for row in named
+    } | {row["event_uid"] for row in named if row["event_type"] not in ("edit", "delete")}
+    gone: list[int] = []
+    for original in sorted(o for o in originals if o):
+        gone += _mark_versions(conn, entity, original)
+    return gone
+
+
+def _mark_versions(conn: sqlite3.Connection, entity: str, original: str) -> list[int]:
+    """Mark the versions of the message `original`; the ids newly not current."""
+    changes = conn.execute(
+        "SELECT id, event_uid, event_type, created_at, replaced_by, deleted_at FROM events"
+        f" WHERE entity = ? AND event_type IN ('edit', 'delete') AND {_NAMING} = ?",
+        (entity, original),
+    ).fetchall()
+    if not changes:
+        return []
+    first = conn.execute(
+        "SELECT id, event_uid, event_type, created_at, replaced_by, deleted_at FROM events"
+        " WHERE entity = ? AND event_uid = ?",
+        (entity, original),
+    ).fetchall()
+    versions = sorted(
+        [*first, *(c for c in changes if c["event_type"] == "edit")],
+        key=lambda v: (v["created_at"], v["id"]),
+    )
+    deletions = [c["created_at"] for c in changes if c["event_type"] == "delete"]
+    deleted_at = min(deletions) if deletions else None
+    newest = versions[-1]["event_uid"] if versions else None
+    gone = []
+    for version in versions:
+        replaced_by = None if version["event_uid"] == newest else newest
+        if (version["replaced_by"], version["deleted_at"]) == (replaced_by, deleted_at):
+            continue
+        conn.execute(
+            "UPDATE events SET replaced_by = ?, deleted_at = ? WHERE id = ?",
+            (replaced_by, deleted_at, version["id"]),
+        )
+        was_current = version["replaced_by"] is None and version["deleted_at"] is None
+        if was_current and (replaced_by is not None or deleted_at is not None):
+            gone.append(version["id"])
+    return gone

@@ -9,6 +9,10 @@ conversation: message, edit, longform, note, ...
 
 migrations/0007_markers.sql dropped the search rows of the markers already indexed; a
 type added here later needs a migration that does the same for its rows.
+
+A turn an edit replaced or a deletion removed (`replaced_by`, `deleted_at`: see
+engine.capture.events.supersede) is no turn any more either: `turns_only` leaves it out,
+`superseded` finds it.
 """
 
 from __future__ import annotations
@@ -22,8 +26,21 @@ def is_marker(event_type: str | None) -> bool:
 
 
 def turns_only(alias: str = "") -> str:
-    """An SQL condition: the event (its columns prefixed with `alias`) is a turn."""
-    return f"{alias}event_type NOT IN ({_LISTED})"
+    """An SQL condition: the event (its columns prefixed with `alias`) is a turn, and a
+    current one (not replaced by an edit, not deleted: engine.capture.events.supersede)."""
+    return f"({alias}event_type NOT IN ({_LISTED}) AND {current(alias)})"
+
+
+def superseded(alias: str = "") -> str:
+    """An SQL condition: the event was a turn until an edit replaced it or it was deleted
+    (migrations/0008's index events_gone serves it)."""
+    gone = f"({alias}replaced_by IS NOT NULL OR {alias}deleted_at IS NOT NULL)"
+    return f"{alias}event_type NOT IN ({_LISTED}) AND {gone}"
+
+
+def current(alias: str = "") -> str:
+    """An SQL condition: the event was neither replaced by an edit nor deleted."""
+    return f"{alias}replaced_by IS NULL AND {alias}deleted_at IS NULL"
 
 
 def markers_only(alias: str = "") -> str:

@@ -234,12 +234,14 @@ def unsummarized_count(db: Database, entity: str, channel: str | None = None) ->
     """The entity's turns (of one channel) that no summary covers. Every recall asks, so
     this counts the covered events range by range (the summaries' ranges merged) instead
     of testing each event against every summary: ~5 ms instead of ~95 at 100k events
-    (bench/recall.py); then the few uncovered markers, found by type, are taken off."""
+    (bench/recall.py); then the few uncovered markers, found by type, and the turns an edit
+    replaced or a deletion removed, found by index, are taken off."""
     scope = Span(entity, channel=channel)
     with db.snapshot():  # three counts of one state: events arrive meanwhile
         covered = _covered_ranges(db, entity, channel)
         total = events.count(db, scope)
         markers = events.count(db, replace(scope, kind="marker", outside=covered))
+        markers += events.count(db, replace(scope, kind="superseded", outside=covered))
         inside = sum(
             events.count(db, replace(scope, channel=name or channel, low=low, high=high))
             for low, high, name in covered

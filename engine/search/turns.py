@@ -27,7 +27,7 @@ from datetime import datetime
 from itertools import islice
 
 from engine.capture import events
-from engine.search import embeddings
+from engine.search import embeddings, vectors
 from engine.search.chunk_store import content_hash, embed_hash
 from engine.search.index import Index
 from engine.store import queue
@@ -166,3 +166,27 @@ def _context(window: list[sqlite3.Row], i: int, reach: int) -> str:
         for j, e in enumerate(window[lo:hi], start=lo)
         if j != i
     )
+
+
+def forget(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
+    """Drop the search rows (and vectors) of turns that stopped being current: replaced
+    by an edit or deleted (inside capture's transaction; the generation bump tells a
+    process holding the entity's vectors to load them again)."""
+    if not event_ids:
+        return
+    wanted = json.dumps(event_ids)
+    chunks = (
+        "SELECT id FROM search_chunks WHERE entity = ?"
+        " AND event_id IN (SELECT value FROM json_each(?))"
+    )
+    conn.execute(
+        f"DELETE FROM search_vectors WHERE entity = ? AND chunk_id IN ({chunks})",
+        (entity, entity, wanted),
+    )
+    dropped = conn.execute(
+        "DELETE FROM search_chunks WHERE entity = ?"
+        " AND event_id IN (SELECT value FROM json_each(?)) RETURNING id",
+        (entity, wanted),
+    ).fetchall()
+    if dropped:
+        vectors.bump(conn, entity)
