@@ -262,6 +262,48 @@ def test_news_from_other_channels_is_neither_the_callers_channel_nor_its_session
     assert "here" not in recent and "mine" not in recent
 
 
+def test_the_callers_own_session_is_never_recalled_it_holds_those_turns(make_client):
+    """A hook's host has its session's turns in context already: neither a prompt's
+    recall nor startup gives them back; the same words from another session come back."""
+    client = make_client()
+    client.post(
+        "/v1/events",
+        json=[
+            {
+                "event_uid": "mine-1",
+                "channel": "terminal",
+                "session_id": "s1",
+                "role": "user",
+                "content": "the pottery kiln needs a new thermocouple",
+            },
+            {
+                "event_uid": "mine-2",
+                "channel": "terminal",
+                "session_id": "s1",
+                "role": "assistant",
+                "content": "I ordered a type K thermocouple for the pottery kiln.",
+            },
+            {
+                "event_uid": "before",
+                "channel": "terminal",
+                "session_id": "s0",
+                "role": "user",
+                "content": "the pottery kiln cracked a shelf last spring",
+            },
+        ],
+    )
+    wait_searchable(client, "pottery kiln thermocouple")
+    wait_searchable(client, "kiln cracked a shelf")
+    for context in ("what about the pottery kiln?", "startup"):
+        answer = recall(client, context=context, channel="terminal", session_id="s1")
+        uids = {i["source"].get("event_uid") for i in answer["items"]}
+        assert "before" in uids, answer["context"]
+        assert not uids & {"mine-1", "mine-2"}, answer["context"]
+        assert "thermocouple" not in answer["context"]
+    anyone = recall(client, context="what about the pottery kiln?")  # no session: all of them
+    assert {"mine-1", "mine-2"} <= {i["source"].get("event_uid") for i in anyone["items"]}
+
+
 def test_a_turn_without_an_author_is_told_by_its_role_everywhere(make_client):
     client = make_client()
     client.post(

@@ -644,3 +644,14 @@ def uids(db: Database, entity: str, ids: Sequence[int]) -> dict[int, str]:
         (json.dumps(list(ids)), entity),
     )
     return {row[0]: row[1] for row in rows}
+
+
+def sessions_of(db: Database, entity: str, uids: list[str]) -> dict[str, str | None]:
+    """The session of each of these events of the entity's (uids it has not stored are
+    left out): what recall needs to leave out the caller's own session."""
+    rows = db.conn.execute(
+        "SELECT event_uid, session_id FROM events WHERE entity = ?"
+        " AND event_uid IN (SELECT value FROM json_each(?))",
+        (entity, json.dumps(uids)),
+    )
+    return dict(rows.fetchall())

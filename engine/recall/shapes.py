@@ -26,7 +26,8 @@ class RecallRequest(Request):
     session_id: str | None = Field(
         None,
         max_length=256,
-        description="The caller's session: its turns are not news from other channels either.",
+        description="The caller's session: the caller holds its turns already, so no layer"
+        " returns them (nor counts them as news from other channels).",
     )
     answering: list[Annotated[str, Field(pattern=EVENT_UID_PATTERN)]] = Field(
         default_factory=list,
