@@ -304,6 +304,25 @@ def test_the_callers_own_session_is_never_recalled_it_holds_those_turns(make_cli
     assert {"mine-1", "mine-2"} <= {i["source"].get("event_uid") for i in anyone["items"]}
 
 
+def test_the_block_is_memory_text_the_sources_stay_in_the_items(lyra):
+    """No uid after every line (19-27% of what a hook injected): a turn tells when, where
+    and who; a file keeps its path and lines; every item's source is in `items`."""
+    wait_searchable(lyra, "comfy robe")
+    for context in ("startup", "the comfy robe"):
+        answer = recall(lyra, context=context, channel="discord")
+        block, items = answer["context"], answer["items"]
+        assert any(i["source"].get("event_uid") for i in items), block
+        for item in items:
+            assert item["text"].strip() in block
+            for uid in (item["source"].get("event_uid"), item["source"].get("fact_uuid")):
+                assert uid is None or uid not in block, block
+        assert "event_uid" not in block and "_(" not in block
+        files = [i for i in items if i["source"].get("path")]
+        assert files and all(i["source"]["path"] in block for i in files)
+        memory = sum(len(i["text"].strip()) for i in items)
+        assert memory >= 0.5 * len(block), block  # a tiny corpus: the headings weigh more
+
+
 def test_a_turn_without_an_author_is_told_by_its_role_everywhere(make_client):
     client = make_client()
     client.post(
