@@ -347,6 +347,24 @@ def test_a_prompt_never_brings_back_its_own_sessions_turns(session):
     assert "acetone" in woken and "equal weights" not in woken, woken
 
 
+def test_private_text_never_leaves_the_machine_nor_touches_its_disk(session, tmp_path):
+    """What the user wraps in <private>…</private> is stripped from the prompt and from
+    the transcript before anything is derived from it: the prompt is stored once, without
+    it, and no file the hooks write (spool, session state, log) holds it."""
+    api, env, transcript = session
+    prompt = "deploy with the key <private>sk-live-9f8e7d</private> to staging"
+    hook("UserPromptSubmit", transcript, env, prompt=prompt)
+    transcript.user(prompt)
+    transcript.assistant("Deployed to staging.<private> The key was sk-live-9f8e7d.</private>")
+    hook("Stop", transcript, env, stop_hook_active=False)
+    contents = sorted(e["content"] for e in all_events(api))
+    assert contents == ["Deployed to staging.", "deploy with the key  to staging"]
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "session.jsonl"]
+    assert written and not [p for p in written if b"sk-live" in p.read_bytes()]
+    only = injected(hook("UserPromptSubmit", transcript, env, prompt="<private>x</private>"))
+    assert only is None and len(all_events(api)) == 2  # nothing to capture nor recall for
+
+
 def test_session_markers_are_stored_but_never_recalled_as_turns_or_counted(session, tmp_path):
     api, env, transcript = session
     hook("SessionStart", transcript, env, source="startup")
