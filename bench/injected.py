@@ -84,7 +84,7 @@ def past_turns(count: int) -> list[dict]:
     session each ten turns) and Discord's (a message from Jeff)."""
     events = []
     for n in range(count):
-        subject, seen, decided = TOPICS[n % len(TOPICS)]
+        subject, seen, decided = TOPICS[(n // 2) % len(TOPICS)]  # a prompt, then its answer
         moment = f"2026-11-{1 + n % 28:02d}T{8 + n % 12:02d}:{n % 60:02d}:00Z"
         if n % 5 == 4:
             turn = {"channel": "discord", "author": "jeff"}

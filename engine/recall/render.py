@@ -1,7 +1,7 @@
 """Rendering: the recall as one markdown block to inject, grouped by layer, each item as
-its text (a file's with its path and lines; every item's full source is in the answer's
-`items`), and a foot that counts the unsummarized turns, says what was left out and
-which tool brings it back, and at startup gives the warning.
+its text (a file's with its path and lines, a word-photo's with its name; every item's
+full source is in the answer's `items`), and a foot that counts the unsummarized turns,
+says what was left out and which tool brings it back, and at startup gives the warning.
 
 `max_chars` caps the block (a hook's injection): `fit` keeps items in priority order
 (startup: crystals, the current space, the newest summary, the newest unsummarized
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from engine.kernel import timestamps
 from engine.recall.shapes import Item
+from engine.search import homes
 
 TITLES = {
     "crystals": "Crystals (who you have been lately)",
@@ -110,14 +111,19 @@ def _head() -> list[str]:
 
 
 def _line(item: Item) -> str:
-    """An item as one entry: its text, and a file's path and lines (what opens it again).
-    A turn tells when, where and who already; a fact, summary, space or thing is its
-    text: their ids are in the answer's `items`, not repeated here."""
+    """An item as one entry: its text, and a file's name (a word-photo's, which the
+    anchor tools take) or path and lines (what opens it again). A turn tells when, where
+    and who already; a fact, summary, space or thing is its text: their ids are in the
+    answer's `items`, not repeated here."""
     path = item.source.get("path")
     if path is None:
         return f"- {item.text.strip()}"
+    folder, _, name = str(path).partition("/")
     start = item.source.get("start_line")
-    where = f"{path}:{start}-{item.source.get('end_line')}" if start else str(path)
+    if folder == homes.WORD_PHOTOS:
+        where = name
+    else:
+        where = f"{path}:{start}-{item.source.get('end_line')}" if start else str(path)
     return f"- {item.text.strip()}  ({where})"
 
 
