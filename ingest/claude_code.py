@@ -427,8 +427,9 @@ def _close_window(hook: Hook, event_type: str, tag: str, text: str, detail: str)
     why = hook.payload.get(detail)
     why = why if isinstance(why, str) and why else "other"
     metadata = {detail: why, "closes_window": True}
-    if event_type == "pre_compact" and hook.payload.get("custom_instructions"):
-        metadata["custom_instructions"] = str(hook.payload["custom_instructions"])
+    instructions = private.strip(str(hook.payload.get("custom_instructions") or ""))
+    if event_type == "pre_compact" and instructions.strip():  # what the user typed
+        metadata["custom_instructions"] = instructions
     marker = hook.marker(
         event_type, ev.uid("cc", hook.session, tag, why, offset), f"{text} ({why})", **metadata
     )

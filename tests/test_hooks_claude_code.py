@@ -363,6 +363,10 @@ def test_private_text_never_leaves_the_machine_nor_touches_its_disk(session, tmp
     assert written and not [p for p in written if b"sk-live" in p.read_bytes()]
     only = injected(hook("UserPromptSubmit", transcript, env, prompt="<private>x</private>"))
     assert only is None and len(all_events(api)) == 2  # nothing to capture nor recall for
+    typed = "keep the deploy notes <private>and sk-live-9f8e7d</private>"
+    hook("PreCompact", transcript, env, trigger="manual", custom_instructions=typed)
+    [compact] = [e for e in all_events(api) if e["event_type"] == "pre_compact"]
+    assert compact["metadata"]["custom_instructions"] == "keep the deploy notes "
 
 
 def test_session_markers_are_stored_but_never_recalled_as_turns_or_counted(session, tmp_path):
