@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from engine.capture import events
+from engine.capture import versions
 from engine.crystal import summarize
 from engine.graph import curator, episodes, texture
 from engine.kernel.config import Settings
@@ -24,7 +24,7 @@ log = logging.getLogger("pps.runtime")
 
 def _supersede(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
     """Capture marks what an edit replaced or a deletion removed; search drops their rows."""
-    turns.forget(conn, entity, events.supersede(conn, entity, event_ids))
+    turns.forget(conn, entity, versions.supersede(conn, entity, event_ids))
 
 
 CAPTURE_LISTENERS = (_supersede, turns.admit, episodes.admit)

@@ -25,7 +25,9 @@ recalled as turns (engine.capture.markers).
 - Stop: captures the turns written to the transcript since the last capture; the position
   is kept per session, so each line is read once.
 - PreCompact, SessionEnd: the same, then an event that closes the episode window.
-Everything captured is spooled before anything is sent (see ingest.client).
+Everything captured is spooled before anything is sent (see ingest.client). Text wrapped
+in `<private>…</private>` is stripped from the prompt and from every transcript turn
+before anything is derived from it (engine.kernel.private): never stored, spooled or sent.
 
 Uids: an assistant turn is `cc:<line uuid>`. A user turn is `cc:<session>:u:<hash of the
 text>:<n>` (its n-th occurrence in the session), because the prompt hook sees the text
@@ -49,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.kernel import limits, timestamps
+from engine.kernel import limits, private, timestamps
 from engine.kernel.config import ClientSettings
 from engine.kernel.errors import InputError
 from engine.kernel.files import ensure_private_dir
@@ -111,7 +113,7 @@ def turn_events(
     message = record.get("message")
     if not isinstance(message, dict):
         raise ValueError("missing field message")
-    text = _text(message.get("content"))
+    text = private.strip(_text(message.get("content")))  # before the uid is derived from it
     if not text.strip() or (kind == "user" and text.lstrip().startswith(_PLUMBING)):
         return []
     line_uuid = record.get("uuid")
@@ -301,9 +303,11 @@ def start_marker(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def prompt_text(payload: dict[str, Any]) -> str | None:
-    """The prompt of a UserPromptSubmit payload, None when there is none to capture."""
+    """The prompt of a UserPromptSubmit payload without its private text (never stored,
+    nor recalled for), None when there is nothing left to capture."""
     prompt = payload.get("prompt")
-    return prompt if isinstance(prompt, str) and prompt.strip() else None
+    prompt = private.strip(prompt) if isinstance(prompt, str) else None
+    return prompt if prompt is not None and prompt.strip() else None
 
 
 def prompt_events(payload: dict[str, Any], occurrence: int, max_bytes: int) -> list[dict[str, Any]]:
@@ -438,8 +442,9 @@ def _close_window(hook: Hook, event_type: str, tag: str, text: str, detail: str)
     why = hook.payload.get(detail)
     why = why if isinstance(why, str) and why else "other"
     metadata = {detail: why, "closes_window": True}
-    if event_type == "pre_compact" and hook.payload.get("custom_instructions"):
-        metadata["custom_instructions"] = str(hook.payload["custom_instructions"])
+    instructions = private.strip(str(hook.payload.get("custom_instructions") or ""))
+    if event_type == "pre_compact" and instructions.strip():  # what the user typed
+        metadata["custom_instructions"] = instructions
     marker = hook.marker(
         event_type, ev.uid("cc", hook.session, tag, why, offset), f"{text} ({why})", **metadata
     )

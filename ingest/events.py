@@ -1,4 +1,5 @@
-"""Events as the clients build them: stable uids, and content cut to the service's limit.
+"""Events as the clients build them: stable uids, and content cut to the service's limit,
+without its private text (engine.kernel.private).
 
 Every channel's event_uid is derived from something the source already names (a
 transcript line's uuid, a Discord message id, a journal's path), so capturing the same
@@ -11,6 +12,7 @@ import hashlib
 import re
 from typing import Any
 
+from engine.kernel import private
 from engine.kernel.patterns import EVENT_UID_PATTERN
 
 _UID = re.compile(EVENT_UID_PATTERN)
@@ -52,8 +54,13 @@ def parts(text: str, max_bytes: int) -> list[str]:
 
 def split(event: dict[str, Any], max_bytes: int) -> list[dict[str, Any]]:
     """One event, or its content in parts: `<uid>#2`, `<uid>#3`, ... with `part`/`parts`
-    in the metadata (the first part keeps the uid, so an event that fits is unchanged)."""
-    pieces = parts(event["content"], max_bytes)
+    in the metadata (the first part keeps the uid, so an event that fits is unchanged).
+    Its private text is stripped first (a span may cross a cut): none when that was all."""
+    content = private.strip(event["content"])
+    if not content.strip() and content != event["content"]:
+        return []
+    event = {**event, "content": content}
+    pieces = parts(content, max_bytes)
     if len(pieces) == 1:
         return [event]
     out = []

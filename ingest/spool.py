@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.kernel import timestamps
+from engine.kernel import private, timestamps
 from engine.kernel.files import ensure_private_dir
 
 MAX_BATCH_BYTES = 4 * 1024 * 1024
@@ -65,7 +65,10 @@ class Spool:
         return self.path.with_name(self.path.name + suffix)
 
     def append(self, events: list[dict[str, Any]]) -> None:
-        """Append events durably (fsynced) before returning; safe from many processes."""
+        """Append events durably (fsynced) before returning; safe from many processes.
+        Private text is stripped first (engine.kernel.private): it is never written here
+        nor sent, and an event that is only private text is not taken on at all."""
+        events = [event for event in map(_without_private, events) if event is not None]
         if not events:
             return
         data = b"".join(_line(event) for event in events)
@@ -200,6 +203,16 @@ class Spool:
         finally:
             os.close(fd)
         os.replace(temporary, self.offset_path)
+
+
+def _without_private(event: Any) -> Any:
+    """The event without its private text; None when that was all of its content. (What
+    is no event the service takes is kept as it is: the service refuses it, and says why.)"""
+    content = event.get("content") if isinstance(event, dict) else None
+    if not isinstance(content, str) or "private" not in content.lower():
+        return event
+    kept = private.strip(content)
+    return {**event, "content": kept} if kept.strip() else None
 
 
 def _line(value: Any) -> bytes:

@@ -230,3 +230,32 @@ def test_openapi_docs_are_served(server):
     assert httpx.get(f"{server.url}/docs").status_code == 200
     paths = httpx.get(f"{server.url}/openapi.json").json()["paths"]
     assert {"/v1/events", "/v1/events/search", "/v1/turns/around", "/health"} <= set(paths)
+
+
+def test_private_text_from_a_client_that_did_not_strip_it_is_never_stored(client):
+    """The service strips <private>…</private> itself; an event that is only private
+    text is refused, naming its content, and nothing of the batch is stored."""
+    answer = post(
+        client,
+        {
+            "event_uid": "p-1",
+            "channel": "terminal",
+            "content": "my bank pin is <private>\n4471\n</private>, keep it to yourself",
+        },
+    )
+    assert answer["stored"] == 1
+    [event] = client.get("/v1/events").json()["events"]
+    assert event["content"] == "my bank pin is , keep it to yourself"
+    found = client.get("/v1/events/search", params={"q": "4471"})
+    assert found.status_code == 200 and found.json()["results"] == [], found.text
+    refused = client.post(
+        "/v1/events",
+        json=[
+            {"event_uid": "p-2", "channel": "terminal", "content": "fine"},
+            {"event_uid": "p-3", "channel": "terminal", "content": "<private>4471</private>"},
+        ],
+    )
+    assert refused.status_code == 422, refused.text
+    [problem] = refused.json()["problems"]
+    assert problem["field"] == "events[1].content" and "private" in problem["problem"]
+    assert [e["event_uid"] for e in client.get("/v1/events").json()["events"]] == ["p-1"]

@@ -20,7 +20,7 @@ import pytest
 from engine.kernel import timestamps
 from ingest.claude_code import user_turn_uid
 from pps.process import ServerProcess
-from tests.conftest import NO_GRAPH, AppServer, create_entity, settings_env
+from tests.conftest import NO_GRAPH, AppServer, create_entity, settings_env, wait_for
 from tests.fixtures_ingest import Transcript, all_events, client_env, pps, token_of
 
 
@@ -335,7 +335,61 @@ def test_news_from_other_channels_is_not_this_session(session):
     assert not any("terminal" in line for line in news), news
 
 
-def test_session_markers_are_stored_but_never_recalled_as_turns_or_counted(session):
+def test_a_prompt_never_brings_back_its_own_sessions_turns(session):
+    """The host has this session's turns in its context already: the second prompt's
+    recall gives none of them back (it gave 2 of 5 turn lines), only other sessions'."""
+    api, env, transcript = session
+    api.post(
+        "/v1/events",
+        json={
+            "channel": "terminal",
+            "role": "user",
+            "session_id": "an-earlier-session",
+            "content": "the sourdough starter smelled of acetone last week",
+        },
+    )
+    first = "how do I feed the sourdough starter?"
+    hook("UserPromptSubmit", transcript, env, prompt=first)
+    transcript.user(first)
+    transcript.assistant("Feed the sourdough starter equal weights of flour and water daily.")
+    hook("Stop", transcript, env, stop_hook_active=False)
+    wait_for(
+        lambda: (
+            len(api.post("/v1/search", json={"query": "sourdough starter"}).json()["results"]) >= 3
+        ),
+        30,
+        "the three sourdough turns to become searchable",
+    )
+    block = injected(hook("UserPromptSubmit", transcript, env, prompt="and the sourdough starter?"))
+    assert "acetone" in block, block  # the turns layer ran, and found the other session
+    assert "equal weights" not in block and first not in block, block
+    woken = injected(hook("SessionStart", transcript, env, source="resume"))
+    assert "acetone" in woken and "equal weights" not in woken, woken
+
+
+def test_private_text_never_leaves_the_machine_nor_touches_its_disk(session, tmp_path):
+    """What the user wraps in <private>…</private> is stripped from the prompt and from
+    the transcript before anything is derived from it: the prompt is stored once, without
+    it, and no file the hooks write (spool, session state, log) holds it."""
+    api, env, transcript = session
+    prompt = "deploy with the key <private>sk-live-9f8e7d</private> to staging"
+    hook("UserPromptSubmit", transcript, env, prompt=prompt)
+    transcript.user(prompt)
+    transcript.assistant("Deployed to staging.<private> The key was sk-live-9f8e7d.</private>")
+    hook("Stop", transcript, env, stop_hook_active=False)
+    contents = sorted(e["content"] for e in all_events(api))
+    assert contents == ["Deployed to staging.", "deploy with the key  to staging"]
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "session.jsonl"]
+    assert written and not [p for p in written if b"sk-live" in p.read_bytes()]
+    only = injected(hook("UserPromptSubmit", transcript, env, prompt="<private>x</private>"))
+    assert only is None and len(all_events(api)) == 2  # nothing to capture nor recall for
+    typed = "keep the deploy notes <private>and sk-live-9f8e7d</private>"
+    hook("PreCompact", transcript, env, trigger="manual", custom_instructions=typed)
+    [compact] = [e for e in all_events(api) if e["event_type"] == "pre_compact"]
+    assert compact["metadata"]["custom_instructions"] == "keep the deploy notes "
+
+
+def test_session_markers_are_stored_but_never_recalled_as_turns_or_counted(session, tmp_path):
     api, env, transcript = session
     hook("SessionStart", transcript, env, source="startup")
     hook("UserPromptSubmit", transcript, env, prompt="water the plants tomorrow")
@@ -350,10 +404,11 @@ def test_session_markers_are_stored_but_never_recalled_as_turns_or_counted(sessi
     assert since["unsummarized"] == 2
     assert [t["content"] for t in since["turns"]] == [c for _, c in transcript.turns]
 
-    resumed = injected(hook("SessionStart", transcript, env, source="resume"))
+    following = Transcript(tmp_path / "following.jsonl")  # the next session wakes up
+    resumed = injected(hook("SessionStart", following, env, source="startup"))
     assert "Noted: the plants" in resumed and "Unsummarized turns: 2" in resumed
     asked = injected(
-        hook("UserPromptSubmit", transcript, env, prompt="when did the session start and end?")
+        hook("UserPromptSubmit", following, env, prompt="when did the session start and end?")
     )
     for block in (resumed, asked):
         for marker in ("session started", "Context compaction", "session ended"):

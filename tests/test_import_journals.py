@@ -75,6 +75,24 @@ def openclaw_workspace(root):
     return workspace
 
 
+def test_private_text_in_a_journal_is_never_imported(make_client, server, tmp_path):
+    """Stripped before the journal is cut in parts (a span may cross a cut); a journal
+    that is only private text is skipped, saying why."""
+    api = make_client()
+    env = client_env(server.url, token_of(api), tmp_path, PPS_MAX_CONTENT_BYTES="1000")
+    folder = tmp_path / "journals"
+    folder.mkdir()
+    secret = "<private>" + "the locker code is 3141. " * 40 + "</private>"
+    (folder / "2026-02-01.md").write_text("Gym day.\n" * 60 + secret + "\nHome by six.\n")
+    (folder / "2026-02-02.md").write_text("<private>a letter I never sent</private>\n")
+    done = pps("import", "journals", str(folder), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "2026-02-02.md: only private text" in done.stdout
+    stored = "".join(e["content"] for e in all_events(api))
+    assert "Gym day." in stored and "Home by six." in stored
+    assert "locker" not in stored and "letter" not in stored and "private>" not in stored
+
+
 def test_an_openclaw_workspace_imports_as_events_that_search_finds(make_client, server, tmp_path):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path)

@@ -116,6 +116,32 @@ class _Maintenance(BaseHTTPRequestHandler):
         pass
 
 
+def test_private_text_is_never_spooled_nor_sent(make_client, tmp_path):
+    """A client's events (the Discord adapter's, an importer's) lose what the user wrapped
+    in <private>…</private> before the spool is written: the spool file never holds it,
+    the service never sees it, and an event that was only private is not taken on."""
+    api = make_client()
+    spool = Spool(tmp_path / "spool.jsonl")
+    events = [
+        {
+            "event_uid": "dm-1",
+            "channel": "discord",
+            "content": "the wifi password is <private>hunter2-tulip</private> now",
+        },
+        {"event_uid": "dm-2", "channel": "discord", "content": "<PRIVATE>rosebud 77</PRIVATE>"},
+        {"event_uid": "dm-3", "channel": "discord", "content": "see you <private>at 9 at"},
+    ]
+    with Client("http://127.0.0.1:9", token_of(api), spool) as client:  # nothing answers
+        assert client.send(events).pending == 2
+    written = "".join(p.read_text() for p in tmp_path.iterdir() if p.is_file())
+    assert "dm-1" in written
+    assert not [secret for secret in ("hunter2", "rosebud", "at 9") if secret in written]
+    with Client(str(api.base_url).rstrip("/"), token_of(api), spool) as client:
+        assert client.flush().stored == 2
+    stored = {e["event_uid"]: e["content"] for e in all_events(api)}
+    assert stored == {"dm-1": "the wifi password is  now", "dm-3": "see you "}
+
+
 def test_5xx_keeps_everything_spooled(make_client, server, tmp_path):
     api = make_client()
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), _Maintenance)

@@ -184,6 +184,17 @@ def test_the_recall_log_filters(lyra):
     assert [e["id"] for e in one] == [log[0]["id"]]
 
 
+def test_private_text_in_a_context_is_neither_searched_nor_logged(lyra):
+    """For a client that did not strip it (the hooks do): the rest is recalled for."""
+    answer = recall(lyra, context="the comfy robe <private>my diary says 8812</private>")
+    assert any("comfy robe" in i["text"] for i in answer["items"])
+    [entry] = lyra.get("/v1/recall/log", params={"limit": 1}).json()["entries"]
+    assert entry["context"] == "the comfy robe " and "8812" not in str(entry)
+    only = lyra.post("/v1/recall", json={"context": "<private>8812</private>"})
+    assert only.status_code == 422 and only.json()["problems"][0]["field"] == "context"
+    assert "8812" not in str(lyra.get("/v1/recall/log").json())
+
+
 def test_recall_log_records_each_call(lyra):
     recall(lyra, context="comfy robe")
     entries = lyra.get("/v1/recall/log", params={"limit": 1}).json()["entries"]
@@ -260,6 +271,67 @@ def test_news_from_other_channels_is_neither_the_callers_channel_nor_its_session
     by_session = recall(client, context="what else?", session_id="s1")
     recent = [i["source"]["event_uid"] for i in by_session["items"] if i["layer"] == "recent"]
     assert "here" not in recent and "mine" not in recent
+
+
+def test_the_callers_own_session_is_never_recalled_it_holds_those_turns(make_client):
+    """A hook's host has its session's turns in context already: neither a prompt's
+    recall nor startup gives them back; the same words from another session come back."""
+    client = make_client()
+    client.post(
+        "/v1/events",
+        json=[
+            {
+                "event_uid": "mine-1",
+                "channel": "terminal",
+                "session_id": "s1",
+                "role": "user",
+                "content": "the pottery kiln needs a new thermocouple",
+            },
+            {
+                "event_uid": "mine-2",
+                "channel": "terminal",
+                "session_id": "s1",
+                "role": "assistant",
+                "content": "I ordered a type K thermocouple for the pottery kiln.",
+            },
+            {
+                "event_uid": "before",
+                "channel": "terminal",
+                "session_id": "s0",
+                "role": "user",
+                "content": "the pottery kiln cracked a shelf last spring",
+            },
+        ],
+    )
+    wait_searchable(client, "pottery kiln thermocouple")
+    wait_searchable(client, "kiln cracked a shelf")
+    for context in ("what about the pottery kiln?", "startup"):
+        answer = recall(client, context=context, channel="terminal", session_id="s1")
+        uids = {i["source"].get("event_uid") for i in answer["items"]}
+        assert "before" in uids, answer["context"]
+        assert not uids & {"mine-1", "mine-2"}, answer["context"]
+        assert "thermocouple" not in answer["context"]
+    anyone = recall(client, context="what about the pottery kiln?")  # no session: all of them
+    assert {"mine-1", "mine-2"} <= {i["source"].get("event_uid") for i in anyone["items"]}
+
+
+def test_the_block_is_memory_text_the_sources_stay_in_the_items(lyra):
+    """No uid after every line (19-27% of what a hook injected): a turn tells when, where
+    and who; a file keeps its path and lines; every item's source is in `items`."""
+    wait_searchable(lyra, "comfy robe")
+    for context in ("startup", "the comfy robe"):
+        answer = recall(lyra, context=context, channel="discord")
+        block, items = answer["context"], answer["items"]
+        assert any(i["source"].get("event_uid") for i in items), block
+        for item in items:
+            assert item["text"].strip() in block
+            for uid in (item["source"].get("event_uid"), item["source"].get("fact_uuid")):
+                assert uid is None or uid not in block, block
+        assert "event_uid" not in block and "_(" not in block
+        files = [i for i in items if i["source"].get("path")]
+        assert files and all(i["source"]["path"].split("/")[-1] in block for i in files)
+        memory = sum(len(i["text"].strip()) for i in items)
+        assert memory >= 0.5 * len(block), block  # a tiny corpus: the headings weigh more
 
 
 def test_a_turn_without_an_author_is_told_by_its_role_everywhere(make_client):

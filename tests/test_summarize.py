@@ -234,6 +234,9 @@ def test_without_an_llm_the_threshold_is_only_a_warning(tmp_path):
         say(client, *(f"turn {n}" for n in range(8)))
         answer = client.post("/v1/recall", json={"context": "startup"}).json()
         assert "8 unsummarized turns (more than 5): run summarize_messages" in answer["warning"]
+        assert f"Warning: {answer['warning']}" in answer["context"]  # said once, at startup
+        prompt = client.post("/v1/recall", json={"context": "what about turn 3?"}).json()
+        assert prompt["warning"] == answer["warning"] and "Warning" not in prompt["context"]
         assert client.get("/v1/summaries").json()["summaries"] == []
         jobs = app.db.conn.execute("SELECT COUNT(*) FROM jobs WHERE kind = 'summarize'")
         assert jobs.fetchone()[0] == 0

@@ -652,66 +652,12 @@ def uids(db: Database, entity: str, ids: Sequence[int]) -> dict[int, str]:
     return {row[0]: row[1] for row in rows}
 
 
-# A conversation as it changes (issue 27): an edit replaces the message it names
-# (`metadata.replaces`, its event_uid), a deletion tombstones it (`metadata.deletes`).
-
-_NAMING = "coalesce(json_extract(metadata, '$.replaces'), json_extract(metadata, '$.deletes'))"
-"""What an edit or deletion names: the expression migrations/0008's index holds."""
-
-
-def supersede(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> list[int]:
-    """(A capture listener's half, in the batch's transaction.) Mark what the new events
-    change: every version of a message but its newest edit gets `replaced_by` (that
-    edit's uid), every version of a deleted one `deleted_at` (its first deletion's
-    time). A message stored after its edit or deletion (an import, a spool sent late)
-    is marked as it arrives. Returns the ids that stopped being current, for search to
-    drop their rows."""
-    named = conn.execute(
-        f"SELECT event_uid, event_type, {_NAMING} AS names FROM events"
-        " WHERE entity = ? AND id IN (SELECT value FROM json_each(?))",
-        (entity, json.dumps(event_ids)),
-    ).fetchall()
-    originals = {
-        row["names"] if row["event_type"] in ("edit", "delete") and row["names"] else None
-        for row in named
-    } | {row["event_uid"] for row in named if row["event_type"] not in ("edit", "delete")}
-    gone: list[int] = []
-    for original in sorted(o for o in originals if o):
-        gone += _mark_versions(conn, entity, original)
-    return gone
-
-
-def _mark_versions(conn: sqlite3.Connection, entity: str, original: str) -> list[int]:
-    """Mark the versions of the message `original`; the ids newly not current."""
-    changes = conn.execute(
-        "SELECT id, event_uid, event_type, created_at, replaced_by, deleted_at FROM events"
-        f" WHERE entity = ? AND event_type IN ('edit', 'delete') AND {_NAMING} = ?",
-        (entity, original),
-    ).fetchall()
-    if not changes:
-        return []
-    first = conn.execute(
-        "SELECT id, event_uid, event_type, created_at, replaced_by, deleted_at FROM events"
-        " WHERE entity = ? AND event_uid = ?",
-        (entity, original),
-    ).fetchall()
-    versions = sorted(
-        [*first, *(c for c in changes if c["event_type"] == "edit")],
-        key=lambda v: (v["created_at"], v["id"]),
+def sessions_of(db: Database, entity: str, uids: list[str]) -> dict[str, str | None]:
+    """The session of each of these events of the entity's (uids it has not stored are
+    left out): what recall needs to leave out the caller's own session."""
+    rows = db.conn.execute(
+        "SELECT event_uid, session_id FROM events WHERE entity = ?"
+        " AND event_uid IN (SELECT value FROM json_each(?))",
+        (entity, json.dumps(uids)),
     )
-    deletions = [c["created_at"] for c in changes if c["event_type"] == "delete"]
-    deleted_at = min(deletions) if deletions else None
-    newest = versions[-1]["event_uid"] if versions else None
-    gone = []
-    for version in versions:
-        replaced_by = None if version["event_uid"] == newest else newest
-        if (version["replaced_by"], version["deleted_at"]) == (replaced_by, deleted_at):
-            continue
-        conn.execute(
-            "UPDATE events SET replaced_by = ?, deleted_at = ? WHERE id = ?",
-            (replaced_by, deleted_at, version["id"]),
-        )
-        was_current = version["replaced_by"] is None and version["deleted_at"] is None
-        if was_current and (replaced_by is not None or deleted_at is not None):
-            gone.append(version["id"])
-    return gone
+    return dict(rows.fetchall())

@@ -11,7 +11,7 @@ migrations/0007_markers.sql dropped the search rows of the markers already index
 type added here later needs a migration that does the same for its rows.
 
 A turn an edit replaced or a deletion removed (`replaced_by`, `deleted_at`: see
-engine.capture.events.supersede) is no turn any more either: `turns_only` leaves it out,
+engine.capture.versions.supersede) is no turn any more either: `turns_only` leaves it out,
 `superseded` finds it.
 """
 
@@ -27,7 +27,7 @@ def is_marker(event_type: str | None) -> bool:
 
 def turns_only(alias: str = "") -> str:
     """An SQL condition: the event (its columns prefixed with `alias`) is a turn, and a
-    current one (not replaced by an edit, not deleted: engine.capture.events.supersede)."""
+    current one (not replaced by an edit, not deleted: engine.capture.versions.supersede)."""
     return f"({alias}event_type NOT IN ({_LISTED}) AND {current(alias)})"
 
 

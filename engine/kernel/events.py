@@ -1,6 +1,7 @@
 """The event wire shape: one event as a client sends it. The service checks a batch of
 them (engine.capture.events.parse_events); the importers check theirs with the same model
-before they spool, so a file that would be refused is named where it is read."""
+before they spool, so a file that would be refused is named where it is read. Its content
+never holds private text (engine.kernel.private): the service strips it here."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from engine.kernel import private
 from engine.kernel.patterns import CHANNEL_PATTERN, EVENT_TYPE_PATTERN, EVENT_UID_PATTERN
 from engine.kernel.requests import NON_BLANK, Request, is_blank
 from engine.kernel.timestamps import Moment
@@ -53,4 +55,7 @@ class EventIn(Request):
     def _content(cls, value: str) -> str:
         if is_blank(value):
             raise ValueError("content must not be empty")
+        value = private.strip(value)  # for a client that did not strip it (engine.kernel.private)
+        if is_blank(value):
+            raise ValueError("content is only private text (<private>…</private>): never stored")
         return value

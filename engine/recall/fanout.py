@@ -14,8 +14,9 @@ reported in the manifest and skipped; recall always answers.
 What the caller says about itself shapes what the layers find: `answering` names the
 event(s) the recall is for (a prompt, whose own event may be stored before its recall
 runs), which no layer returns; `channel` and `session_id` are where the caller is, so
-news from other channels is neither. Markers (engine.capture.markers) are never turns
-here.
+news from other channels is neither; and the caller holds its own session's turns
+already (a hook's host has them in its context), so no layer returns a turn of
+`session_id`. Markers (engine.capture.markers) are never turns here.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Layers(Protocol):
 
 STARTUP_TURN_CAP = 200
 RECENT_WINDOW = 200  # the latest events looked at for news from other channels
+OWN_SESSION_EXTRA = 20  # more turns searched for when the caller's session's are left out
 QUERY_CHARS = 4096  # what search and the graph take as a query (the model reads less)
 
 pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall")
@@ -119,7 +121,8 @@ def startup(
         ask = summaries.SinceSummaryQuery(limit=STARTUP_TURN_CAP, oldest_first=False)
         found = summaries.turns_since_summary(db, runtime.settings, entity, ask)
         page["more"] = max(found.unsummarized - len(found.turns), 0)
-        return [findings.turn_item(turn, "unsummarized", 1.0) for turn in reversed(found.turns)]
+        turns = [turn for turn in found.turns if not _own(turn.session_id, request)]
+        return [findings.turn_item(turn, "unsummarized", 1.0) for turn in reversed(turns)]
 
     layers = {
         "crystals": crystal_items,
@@ -154,11 +157,17 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
         return [findings.search_item("anchors", r) for r in found.results]
 
     def turn_items() -> list[Item]:
-        # The events being answered would be the best matches of all: ask for that many more.
-        limit = min(n + len(answering), search.MAX_LIMIT)
+        # The events being answered would be the best matches of all, and the caller's own
+        # session's turns the next best: ask for that many more.
+        extra = len(answering) + (OWN_SESSION_EXTRA if request.session_id else 0)
+        limit = min(n + extra, search.MAX_LIMIT)
         query = search.SearchRequest(query=context, tiers="longform", limit=limit)
         found = search.search(index, entity, query, query_vector=vector, reranked=False).results
-        found = [r for r in found if r.event_uid not in answering][:n]
+        found = [r for r in found if r.event_uid not in answering]
+        if request.session_id is not None:
+            held = capture.sessions_of(db, entity, [r.event_uid for r in found if r.event_uid])
+            found = [r for r in found if not _own(held.get(r.event_uid or ""), request)]
+        found = found[:n]
         roles = capture.roles(db, entity, [r.event_uid for r in found if r.event_uid])
         return [findings.search_item("turns", r, roles) for r in found]
 
@@ -295,13 +304,18 @@ def _recent_elsewhere(db: Database, entity: str, request: RecallRequest) -> list
             is_marker(event.event_type)
             or event.event_uid in answering
             or channel == request.channel
-            or (request.session_id is not None and event.session_id == request.session_id)
+            or _own(event.session_id, request)
             or taken.get(channel, 0) >= quota
         ):
             continue
         taken[channel] = taken.get(channel, 0) + 1
         found.append(event)
     return found[: request.limit_per_layer]
+
+
+def _own(session_id: str | None, request: RecallRequest) -> bool:
+    """A turn of the caller's own session (which the caller holds already)."""
+    return request.session_id is not None and session_id == request.session_id
 
 
 def _named_things(db: Database, entity: str, context: str) -> list[Item]:

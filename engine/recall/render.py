@@ -1,6 +1,7 @@
-"""Rendering: the recall as one markdown block to inject, grouped by layer, each item with
-where it came from, and a foot that counts the unsummarized turns and says what was left
-out and which tool brings it back.
+"""Rendering: the recall as one markdown block to inject, grouped by layer, each item as
+its text (a file's with its path and lines, a word-photo's with its name; every item's
+full source is in the answer's `items`), and a foot that counts the unsummarized turns,
+says what was left out and which tool brings it back, and at startup gives the warning.
 
 `max_chars` caps the block (a hook's injection): `fit` keeps items in priority order
 (startup: crystals, the current space, the newest summary, the newest unsummarized
@@ -9,11 +10,9 @@ turns, word-photos, older summaries; otherwise the fused order) while the block 
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from engine.kernel import timestamps
 from engine.recall.shapes import Item
+from engine.search import homes
 
 TITLES = {
     "crystals": "Crystals (who you have been lately)",
@@ -53,8 +52,8 @@ def block(
     startup: bool = False,
     warning: str | None = None,
 ) -> str:
-    """One markdown block, grouped by layer, each item with where it came from; empty when
-    there is nothing to recall (a hook then injects nothing)."""
+    """One markdown block, grouped by layer, an entry per item; empty when there is
+    nothing to recall (a hook then injects nothing)."""
     if not items and not unsummarized:
         return ""
     lines = _head()
@@ -112,7 +111,20 @@ def _head() -> list[str]:
 
 
 def _line(item: Item) -> str:
-    return f"- {item.text.strip()}  _({_cite(item.source)})_"
+    """An item as one entry: its text, and a file's name (a word-photo's, which the
+    anchor tools take) or path and lines (what opens it again). A turn tells when, where
+    and who already; a fact, summary, space or thing is its text: their ids are in the
+    answer's `items`, not repeated here."""
+    path = item.source.get("path")
+    if path is None:
+        return f"- {item.text.strip()}"
+    folder, _, name = str(path).partition("/")
+    start = item.source.get("start_line")
+    if folder == homes.WORD_PHOTOS:
+        where = name
+    else:
+        where = f"{path}:{start}-{item.source.get('end_line')}" if start else str(path)
+    return f"- {item.text.strip()}  ({where})"
 
 
 def _foot(
@@ -123,7 +135,7 @@ def _foot(
     startup: bool,
     warning: str | None,
 ) -> list[str]:
-    """The count, what was not shown and how to get it, and the warning."""
+    """The count, what was not shown and how to get it, and at startup the warning."""
     lines = ["", f"Unsummarized turns: {unsummarized}"]
     if more:
         lines.append(f"({more} older unsummarized turns not shown: get_turns_since_summary)")
@@ -133,7 +145,7 @@ def _foot(
             lines.append(f"({count} {LEFT_OUT.get(layer, 'items')} not shown: {tool})")
     if any(left_out.values()):
         lines.append(f"(cut to fit {max_chars:,} characters)")
-    if warning:
+    if warning and startup:  # once a session, not on every prompt (the answer keeps it)
         lines.append(f"Warning: {warning}")
     return lines
 
@@ -150,12 +162,3 @@ def _startup_priority(items: list[Item]) -> list[Item]:
         *by_layer["anchors"],
         *newest_summaries[1:],
     ]
-
-
-def _cite(source: dict[str, Any]) -> str:
-    if "path" in source and source.get("start_line"):
-        return f"{source['path']}:{source['start_line']}-{source['end_line']}"
-    for key in ("path", "event_uid", "fact_uuid", "summary_id", "space", "inventory_item"):
-        if source.get(key) is not None:
-            return f"{key} {source[key]}" if key != "path" else str(source[key])
-    return json.dumps(source)

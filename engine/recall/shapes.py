@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from engine.kernel import limits
+from engine.kernel import limits, private
 from engine.kernel.patterns import CHANNEL_PATTERN, EVENT_UID_PATTERN
 from engine.kernel.requests import Request
 
@@ -26,7 +26,8 @@ class RecallRequest(Request):
     session_id: str | None = Field(
         None,
         max_length=256,
-        description="The caller's session: its turns are not news from other channels either.",
+        description="The caller's session: the caller holds its turns already, so no layer"
+        " returns them (nor counts them as news from other channels).",
     )
     answering: list[Annotated[str, Field(pattern=EVENT_UID_PATTERN)]] = Field(
         default_factory=list,
@@ -43,6 +44,15 @@ class RecallRequest(Request):
         " priority order and the block says what was left out and how to get it.",
     )
     trace: bool = Field(False, description="Show each item's signals: why it surfaced.")
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, value: str) -> str:
+        """Private text is neither searched for nor logged (engine.kernel.private)."""
+        kept = private.strip(value)
+        if not kept.strip():
+            raise ValueError("context is only private text (<private>…</private>)")
+        return kept
 
 
 class Item(BaseModel):

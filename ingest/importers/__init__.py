@@ -70,6 +70,8 @@ class Import:
     def add(self, event: dict[str, Any], where: str) -> None:
         try:
             pieces = ev.split(event, self.max_content_bytes)
+            if not pieces:
+                raise ValueError("only private text (<private>…</private>): never imported")
             for piece in pieces:
                 checked = EventIn.model_validate(piece)
                 size = len(json.dumps(checked.metadata))
