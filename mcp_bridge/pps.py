@@ -49,7 +49,8 @@ def ambient_recall(
     where you are, and the newest turns since the last summary. Otherwise pass the moment
     (the message you are answering) and get the word-photos, facts, past turns,
     summaries and things that resonate with it. Give your channel and session_id so that
-    only other channels count as news, and in `answering` the event_uids of the message
+    only other channels count as news and your session's own turns (you have them) are
+    never recalled, and in `answering` the event_uids of the message
     you answer if you stored it (it is never recalled back to you). Returns `context` (a
     block ready to read), the items with their sources, and a manifest of each layer's
     status; trace=true shows why each item surfaced."""
