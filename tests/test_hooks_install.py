@@ -174,14 +174,20 @@ def test_http_hooks_need_a_token_and_say_so(tmp_path):
     assert not (project / ".claude").exists()
 
 
+def installed_prompt_command(env: dict, project) -> str:
+    """The UserPromptSubmit command `pps hooks install claude-code --command --project`
+    writes into the project's settings."""
+    project.mkdir()
+    assert install(env, "--command", "--project", str(project)).returncode == 0
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
+    return settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+
+
 def test_the_installed_command_captures_a_prompt(make_client, server, tmp_path):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path)
     project = tmp_path / "project"
-    project.mkdir()
-    assert install(env, "--command", "--project", str(project)).returncode == 0
-    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
-    command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    command = installed_prompt_command(env, project)
     transcript = Transcript(tmp_path / "t.jsonl")
     payload = transcript.payload("UserPromptSubmit", prompt="hello from the settings file")
     # Claude Code runs the command through a shell, in the project, with its environment
@@ -208,10 +214,7 @@ def test_the_installed_token_file_wins_over_an_exported_token(make_client, serve
     api, other = make_client(), make_client()
     env = client_env(server.url, token_of(api), tmp_path)
     project = tmp_path / "project"
-    project.mkdir()
-    assert install(env, "--command", "--project", str(project)).returncode == 0
-    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
-    command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    command = installed_prompt_command(env, project)
     payload = Transcript(tmp_path / "t.jsonl").payload("UserPromptSubmit", prompt="whose am I")
     bare = {k: v for k, v in env.items() if not k.startswith("PPS_") or k == "PPS_CLIENT_DIR"}
     exported = {**bare, "PPS_TOKEN": token_of(other)}
