@@ -106,7 +106,7 @@ def payload(session: str, event: str, **fields) -> dict:
     """A hook's JSON as Claude Code sends it."""
     return {
         "session_id": session,
-        "transcript_path": f"/home/jeff/.claude/projects/-srv-pps/{session}.jsonl",
+        "transcript_path": f"~/.claude/projects/-srv-pps/{session}.jsonl",
         "cwd": "/srv/pps",
         "permission_mode": "default",
         "hook_event_name": event,
