@@ -417,3 +417,32 @@ def test_a_deletion_that_arrives_first_still_tombstones(make_client):
     found = api.post("/v1/search", json={"query": "pelican", "tiers": "longform"}).json()
     assert found["results"] == []
     assert next(e for e in all_events(api) if e["event_uid"] == "discord:77")["deleted_at"]
+
+
+def test_a_deleted_or_replaced_message_is_no_news_in_another_channel(make_client):
+    """Recall from the terminal shows what happened meanwhile on Discord: the edited
+    message's newest text only, and nothing of a deleted one."""
+    api = make_client()
+    events = [
+        {"event_uid": "discord:80", "channel": "discord", "content": "the kettle is blue"},
+        {
+            "event_uid": "discord:80:edit:1",
+            "channel": "discord",
+            "event_type": "edit",
+            "content": "the kettle is green",
+            "metadata": {"replaces": "discord:80"},
+        },
+        {"event_uid": "discord:81", "channel": "discord", "content": "a secret I took back"},
+        {
+            "event_uid": "discord:81:delete",
+            "channel": "discord",
+            "event_type": "delete",
+            "content": "message 81 was deleted",
+            "metadata": {"deletes": "discord:81"},
+        },
+    ]
+    assert api.post("/v1/events", json=events).status_code == 200
+    answer = api.post("/v1/recall", json={"context": "kettle", "channel": "terminal"}).json()
+    shown = [(i["layer"], i["text"]) for i in answer["items"]]
+    assert any("the kettle is green" in text for _, text in shown), shown
+    assert not any("blue" in text or "took back" in text for _, text in shown), shown

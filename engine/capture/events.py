@@ -270,6 +270,18 @@ def list_events(db: Database, entity: str, query: EventQuery) -> Page:
     return Page(events=events, next_cursor=next_cursor)
 
 
+def newest_turns(db: Database, entity: str, window: int) -> Iterator[Event]:
+    """The entity's newest `window` current turns (no markers, nothing an edit replaced or
+    a deletion took back), newest first, each made an Event only as it is read: a caller
+    that keeps a few of them builds a few."""
+    rows = db.conn.execute(
+        f"SELECT * FROM events WHERE entity = ? AND {turns_only()}"
+        " ORDER BY created_at DESC, id DESC LIMIT ?",
+        (entity, window),
+    )
+    return (Event.from_row(row) for row in rows)
+
+
 def search_events(db: Database, entity: str, query: SearchQuery) -> list[SearchHit]:
     """Ranked full-text search over content: any of the query's words may match.
 

@@ -30,7 +30,6 @@ from typing import Any, Protocol
 
 from engine.capture import events as capture
 from engine.capture.events import Event
-from engine.capture.markers import is_marker
 from engine.crystal import crystals, summaries
 from engine.graph import texture
 from engine.graph.backend import Graph
@@ -55,7 +54,7 @@ class Layers(Protocol):
 
 
 STARTUP_TURN_CAP = 200
-RECENT_WINDOW = 200  # the latest events looked at for news from other channels
+RECENT_WINDOW = 200  # the latest turns looked at for news from other channels
 OWN_SESSION_EXTRA = 20  # more turns searched for when the caller's session's are left out
 QUERY_CHARS = 4096  # what search and the graph take as a query (the model reads less)
 
@@ -292,17 +291,16 @@ def _timed(layer: Layer) -> tuple[list[Item], float]:
 def _recent_elsewhere(db: Database, entity: str, request: RecallRequest) -> list[Event]:
     """The newest turns of each other channel (the caller's own channel and session are
     in its context already), at most a few per channel, from the entity's latest
-    activity; never markers, never the events being answered."""
+    activity; never markers, never a replaced or deleted message, never the events
+    being answered."""
     quota = max(1, request.limit_per_layer // 2)
-    latest = capture.list_events(db, entity, capture.EventQuery(limit=RECENT_WINDOW)).events
     answering = set(request.answering)
     taken: dict[str, int] = {}
-    found = []
-    for event in latest:
+    found: list[Event] = []
+    for event in capture.newest_turns(db, entity, RECENT_WINDOW):
         channel = event.channel
         if (
-            is_marker(event.event_type)
-            or event.event_uid in answering
+            event.event_uid in answering
             or channel == request.channel
             or _own(event.session_id, request)
             or taken.get(channel, 0) >= quota
@@ -310,7 +308,9 @@ def _recent_elsewhere(db: Database, entity: str, request: RecallRequest) -> list
             continue
         taken[channel] = taken.get(channel, 0) + 1
         found.append(event)
-    return found[: request.limit_per_layer]
+        if len(found) == request.limit_per_layer:
+            break
+    return found
 
 
 def _own(session_id: str | None, request: RecallRequest) -> bool:
