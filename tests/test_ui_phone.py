@@ -108,5 +108,7 @@ def test_every_page_fits_the_screen_and_nothing_is_drawn_over_anything(
         page.wait_for_load_state("load")
         problems += layout_problems(page)
     problems += nav_problems(page, server.url + "/ui/timeline")
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url("**/ui")
     page.close()
     assert not problems, "\n".join(problems)
