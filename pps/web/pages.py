@@ -42,6 +42,7 @@ STATIC = {path.name: path for path in (HERE / "static").iterdir() if path.is_fil
 PAGE_SIZE = 50
 
 pages = page_router()
+icon = APIRouter(include_in_schema=False)
 api = APIRouter(
     prefix="/ui/api", include_in_schema=False, dependencies=[Depends(guard.same_origin)]
 )
@@ -108,6 +109,15 @@ def sign_out(request: Request, session: Write) -> Response:
     guard.sessions(request).end(session.id)
     response = guard.harden(RedirectResponse("/ui", status_code=303))
     guard.clear_session_cookie(response)
+    return response
+
+
+@icon.get("/favicon.ico")
+def favicon() -> Response:
+    """The Observatory's icon, where browsers ask for it first (an SVG: every current
+    browser draws one)."""
+    response = FileResponse(STATIC["favicon.svg"], media_type="image/svg+xml")
+    response.headers["X-Content-Type-Options"] = "nosniff"
     return response
 
 

@@ -34,7 +34,7 @@
     const item = el("li", "event fresh");
     item.dataset.id = String(event.id);
     const meta = el("div", "meta");
-    const time = el("time", null, event.created_at.slice(0, 19).replace("T", " "));
+    const time = el("time", null, event.created_at.slice(0, 19).replace("T", " ") + " UTC");
     time.dateTime = event.created_at;
     meta.append(time, " ");
     meta.append(link("chan", "/ui/timeline?" + new URLSearchParams({ channel: event.channel }), event.channel), " ");
