@@ -8,6 +8,8 @@ favicon, times with their zone."""
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 
@@ -37,7 +39,8 @@ def seeded(server) -> dict:
     """An entity with something on every page: turns in two channels, recalls logged,
     word-photos, a fragment, a crystal, inventory in a space, a dead job."""
     token = entities.create(server.db, "lyra")
-    api = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    bearer = {"Authorization": f"Bearer {token}"}
+    api = httpx.Client(base_url=server.url, headers=bearer, timeout=60)
     turns = [
         {"channel": "terminal", "session_id": "morning", "author": who, "content": text}
         for who, text in [
@@ -45,7 +48,7 @@ def seeded(server) -> dict:
             ("lyra", "go put on that comfy robe, the blue one by the door"),
             ("jeff", "a very-long-word-" + "x" * 120 + " that no phone is wide enough for"),
         ]
-        * 4
+        * 12
     ]
     turns.append({"channel": "discord", "author": "nexus", "content": "the garden needs water"})
     [first, *_] = api.post("/v1/events", json=turns).raise_for_status().json()["events"]
@@ -59,9 +62,11 @@ def seeded(server) -> dict:
     api.post("/v1/spaces", json={"name": "kitchen", "description": "Where the kettle is."})
     api.post(
         "/v1/inventory",
-        json={"name": "kettle", "category": "things", "description": "whistles", "space": "kitchen"},
+        json={"name": "kettle", "category": "things", "space": "kitchen"},
     )
-    api.post("/v1/recall", json={"context": "startup"}).raise_for_status()
+    api.post("/v1/recall", json={"context": "startup", "limit_per_layer": 50}).raise_for_status()
+    for n in range(11):  # more than one page of the audit
+        api.post("/v1/recall", json={"context": f"the kettle at dawn {n}"}).raise_for_status()
     api.post("/v1/recall", json={"context": "the comfy robe"}).raise_for_status()
     logged = api.get("/v1/recall/log").raise_for_status().json()["entries"]
     by_context = {e["context"]: e["id"] for e in logged}
@@ -112,3 +117,121 @@ def test_every_page_fits_the_screen_and_nothing_is_drawn_over_anything(
     page.wait_for_url("**/ui")
     page.close()
     assert not problems, "\n".join(problems)
+
+
+@pytest.fixture
+def lyra_page(browser_context, server, seeded):  # noqa: F811
+    """A wide screen signed in as the seeded entity; signed out after the test."""
+    page = browser_context.new_page()
+    page.set_viewport_size(SIZES[1])
+    page.goto(server.url + "/ui")
+    page.get_by_label("Token").fill(seeded["token"])
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/ui/timeline")
+    yield page
+    page.goto(server.url + "/ui/timeline")
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url("**/ui")
+    page.close()
+
+
+def test_a_logged_recall_shows_its_items_text_and_a_startup_recall_folds_by_layer(
+    lyra_page, server, seeded
+):
+    from playwright.sync_api import expect
+
+    page = lyra_page
+    page.goto(f"{server.url}/ui/recall?log={seeded['log']}")
+    expect(page.locator("#logged-items")).to_contain_text("comfy robe")
+
+    page.goto(f"{server.url}/ui/recall?log={seeded['startup']}")
+    layers = page.locator("#logged-items details[data-layer]")
+    expect(layers.first).to_be_visible()
+    assert layers.count() >= 2, page.locator("#logged").inner_text()
+    rows = page.locator("#logged-items tbody tr")
+    assert rows.count() > 20  # a long recall, so folded
+    expect(page.locator("#logged-items tbody tr:visible")).to_have_count(0)
+    first = layers.first
+    first.locator("summary").click()
+    expect(first.locator("tbody tr").first).to_be_visible()
+
+
+def test_times_carry_their_zone_and_the_favicon_is_an_icon(lyra_page, server):
+    from playwright.sync_api import expect
+
+    page = lyra_page
+    expect(page.locator("#events time").first).to_have_text(re.compile(r"\d\d:\d\d:\d\d UTC$"))
+    page.goto(server.url + "/ui/recall")
+    expect(page.locator("#log time").first).to_have_text(re.compile(r"\d\d:\d\d UTC$"))
+    icon = httpx.get(server.url + "/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert page.locator('link[rel="icon"]').get_attribute("href") == "/ui/static/favicon.svg"
+    assert httpx.get(server.url + "/ui/static/favicon.svg").text == icon.text
+
+
+def test_the_queue_shows_the_workers_kinds_as_a_table(lyra_page, server):
+    from playwright.sync_api import expect
+
+    page = lyra_page
+    page.goto(server.url + "/ui/queue")
+    kinds = page.locator('tr[data-component="workers"] table[data-detail="kinds"]')
+    expect(kinds.locator("tr[data-kind]").first).to_be_visible()
+    expect(kinds.locator("thead")).to_contain_text("threads")
+    assert "{" not in page.locator("#health").inner_text()  # no JSON left
+
+
+def test_the_audit_pages_its_draw_keeps_precision_in_view_and_undoes_a_judgment(lyra_page, server):
+    from playwright.sync_api import expect
+
+    page = lyra_page
+    page.goto(server.url + "/ui/audit?seed=7&n=50")
+    recalls = page.locator("article.judge-recall")
+    expect(recalls.first).to_be_visible()
+    assert recalls.count() == 10
+    page.get_by_role("link", name="next →").first.click()
+    expect(page).to_have_url(re.compile(r"page=2"))
+    expect(recalls.first).to_be_visible()
+    assert 1 <= recalls.count() <= 10
+    page.goto(server.url + "/ui/audit?seed=7&n=50")
+    items = page.locator("li.judge-item")
+    expect(items.first).to_have_class(re.compile(r"\bcurrent\b"))
+    before = page.locator("#p-all").inner_text()
+    page.keyboard.press("y")
+    expect(items.first).to_have_class(re.compile(r"\byes\b"))
+    expect(page.locator("#p-counts")).to_contain_text("relevant")
+    page.keyboard.press("k")  # back to the first item
+    page.keyboard.press("u")
+    expect(items.first).not_to_have_class(re.compile(r"\byes\b"))
+    expect(page.locator("#p-all")).to_have_text(before)
+    page.reload()  # stored: the judgment is gone
+    expect(page.locator("li.judge-item.yes")).to_have_count(0)
+    # The undo button of a judged item, after a reload.
+    page.keyboard.press("n")
+    expect(items.first).to_have_class(re.compile(r"\bno\b"))
+    page.reload()
+    items.first.get_by_role("button", name="undo (u)").click()
+    expect(page.locator("li.judge-item.no")).to_have_count(0)
+
+    # Scrolled to the bottom, the precision panel is still on the screen.
+    page.mouse.wheel(0, 20_000)
+    page.wait_for_function("() => window.scrollY > 200")
+    box = page.locator("aside.precision").bounding_box()
+    assert box is not None and 0 <= box["y"] < SIZES[1]["height"], box
+
+
+def test_the_audit_form_without_the_script_undoes_a_judgment(server, seeded):
+    from tests.test_ui import UI
+
+    ui = UI(server, seeded["token"])
+    assert ui.sign_in().status_code == 303
+    judged = {"log_id": str(seeded["log"]), "rank": "1", "seed": "7", "n": "50", "page": "1"}
+    assert ui.post("/ui/audit/judge", {**judged, "relevant": "1"}).status_code == 303
+    counts = ui.get("/ui/api/audit/precision").json()
+    assert counts["judged"] >= 1
+    back = ui.post("/ui/audit/judge", {**judged, "relevant": "undo"})
+    assert back.status_code == 303 and "page=1" in back.headers["location"]
+    assert ui.get("/ui/api/audit/precision").json()["judged"] == counts["judged"] - 1
+    bad = ui.post("/ui/audit/judge", {**judged, "relevant": "maybe"})
+    assert bad.status_code == 422
+    assert ui.get("/ui/api/audit/precision").json()["judged"] == counts["judged"] - 1
+    ui.http.close()
