@@ -235,3 +235,36 @@ def test_the_audit_form_without_the_script_undoes_a_judgment(server, seeded):
     assert bad.status_code == 422
     assert ui.get("/ui/api/audit/precision").json()["judged"] == counts["judged"] - 1
     ui.http.close()
+
+
+@pytest.mark.graph
+def test_the_graph_page_says_extraction_waits_for_an_llm_on_either_screen(
+    browser_context,  # noqa: F811
+    tmp_path,
+):
+    from playwright.sync_api import expect
+
+    from tests.test_graph_http import FAST
+
+    with AppServer(tmp_path / "data", **FAST) as app:  # a graph, and no LLM configured
+        token = entities.create(app.db, "lyra")
+        bearer = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=app.url, headers=bearer, timeout=30) as api:
+            turn = {"channel": "terminal", "author": "jeff", "content": "I moved to Denver."}
+            api.post("/v1/events", json=turn).raise_for_status()
+        page = browser_context.new_page()
+        page.goto(app.url + "/ui")
+        page.get_by_label("Token").fill(token)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url("**/ui/timeline")
+        problems = []
+        for size in SIZES:
+            page.set_viewport_size(size)
+            page.goto(app.url + "/ui/graph")
+            expect(page.locator("#graph-waiting")).to_contain_text("LLM_PROVIDER=none")
+            problems += layout_problems(page)
+        page.locator("#graph-waiting").get_by_role("link", name="queue page").click()
+        expect(page).to_have_url(app.url + "/ui/queue")
+        page.get_by_role("button", name="Sign out").click()
+        page.close()
+    assert not problems, "\n".join(problems)
