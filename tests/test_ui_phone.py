@@ -17,14 +17,27 @@ from engine.capture import entities
 from engine.store import queue
 from pps.web.memory import TABS
 from tests.conftest import AppServer
-from tests.test_ui_browser import browser_context  # noqa: F401 (a fixture)
-from tests.ui_checks import SIZES, layout_problems, nav_problems, page_routes
+from tests.test_ui_browser import browser_context, shots  # noqa: F401 (fixtures)
+from tests.ui_checks import SIZES, layout_problems, nav_problems, page_routes, screenshot
 
 # The queries that show a page's other views; a page not named here is visited bare.
 VIEWS = {
     "/ui/around": ["?event={event}"],
     "/ui/recall": ["", "?log={log}", "?log={startup}"],
     "/ui/memory": [f"?tab={tab}" for tab, _ in TABS],
+}
+# The views docs/ui.md shows at both sizes (PPS_UI_SCREENSHOTS=1 writes them to
+# docs/images as ui-<name>-phone.png and ui-<name>-wide.png).
+SHOWN = {  # and the sign-in page, before signing in: ui-sign-in-*.png
+    "/ui/timeline": "timeline",
+    "/ui/around?event={event}": "around",
+    "/ui/recall": "recall",
+    "/ui/recall?log={startup}": "recall-startup",
+    "/ui/queue": "queue",
+    "/ui/audit": "audit",
+    "/ui/graph": "graph",
+    "/ui/memory?tab=anchors": "memory",
+    "/ui/memory?tab=inventory": "memory-inventory",
 }
 
 
@@ -98,11 +111,15 @@ def test_every_page_fits_the_screen_and_nothing_is_drawn_over_anything(
     server,
     seeded,
     size,
+    shots,  # noqa: F811
 ):
+    named = {server.url + view.format(**seeded): name for view, name in SHOWN.items()}
+    suffix = "phone" if size["width"] < 760 else "wide"
     page = browser_context.new_page()
     page.set_viewport_size(size)
     page.goto(server.url + "/ui")  # the sign-in page, before signing in
     problems = layout_problems(page)
+    screenshot(page, shots / f"ui-sign-in-{suffix}.png")
     page.get_by_label("Token").fill(seeded["token"])
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url("**/ui/timeline")
@@ -112,6 +129,8 @@ def test_every_page_fits_the_screen_and_nothing_is_drawn_over_anything(
         page.goto(url)
         page.wait_for_load_state("load")
         problems += layout_problems(page)
+        if url in named:
+            screenshot(page, shots / f"ui-{named[url]}-{suffix}.png")
     problems += nav_problems(page, server.url + "/ui/timeline")
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url("**/ui")
