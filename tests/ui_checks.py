@@ -1,7 +1,8 @@
 """What every page of the web face must pass on a phone and on a wide screen, as a
 function any browser test imports: `layout_problems(page)` after it has loaded a page,
-`nav_problems(page, url)` for the header's links, and `page_routes(app)` for the pages
-there are (read from the app's routes, so a page added later is checked too).
+`nav_problems(page, url)` for the header's links, `page_routes(app)` for the pages
+there are (read from the app's routes, so a page added later is checked too), and
+`screenshot(page, path)` for docs/ui.md.
 
 The rule, at 390x844 and 1280x800 (`SIZES`): the document is no wider than the viewport
 (no sideways scroll), no two visible interactive elements (a, button, input, select,
