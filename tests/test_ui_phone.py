@@ -287,3 +287,24 @@ def test_the_graph_page_says_extraction_waits_for_an_llm_on_either_screen(
         page.get_by_role("button", name="Sign out").click()
         page.close()
     assert not problems, "\n".join(problems)
+
+
+def test_another_entity_cannot_undo_a_judgment(server, seeded):
+    from tests.test_ui import UI
+
+    lyra = UI(server, seeded["token"])
+    nexus = UI(server, entities.create(server.db, "nexus-undo"))
+    assert lyra.sign_in().status_code == 303 and nexus.sign_in().status_code == 303
+    judged = {"log_id": str(seeded["log"]), "rank": "1"}
+    assert lyra.post("/ui/audit/judge", {**judged, "relevant": "1"}).status_code == 303
+    counts = lyra.get("/ui/api/audit/precision").json()
+    undo = {"log_id": seeded["log"], "rank": 1}
+    refused = nexus.http.post("/ui/api/audit/undo", json=undo, headers={"X-CSRF-Token": nexus.csrf})
+    assert refused.status_code == 404, refused.text
+    assert nexus.post("/ui/audit/judge", {**judged, "relevant": "undo"}).status_code == 404
+    assert lyra.get("/ui/api/audit/precision").json() == counts
+    done = lyra.http.post("/ui/api/audit/undo", json=undo, headers={"X-CSRF-Token": lyra.csrf})
+    assert done.status_code == 200 and done.json()["undone"] is True
+    assert done.json()["precision"]["judged"] == counts["judged"] - 1
+    lyra.http.close()
+    nexus.http.close()
