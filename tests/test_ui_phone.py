@@ -291,6 +291,7 @@ def test_the_graph_page_says_extraction_waits_for_an_llm_on_either_screen(
         page.locator("#graph-waiting").get_by_role("link", name="queue page").click()
         expect(page).to_have_url(app.url + "/ui/queue")
         page.get_by_role("button", name="Sign out").click()
+        page.wait_for_url("**/ui")
         page.close()
     assert not problems, "\n".join(problems)
 
