@@ -393,3 +393,28 @@ def judged_entities(db: Database) -> list[str]:
     """The entities with at least one judgment, by name."""
     rows = db.conn.execute("SELECT DISTINCT entity FROM audit_judgments ORDER BY entity")
     return [row["entity"] for row in rows]
+
+
+# Asked by phone:
+class JudgmentRef(Request):
+    log_id: int = Field(ge=1, le=INT64_MAX, description="The logged recall.")
+    rank: int = Field(ge=1, le=10_000, description="The item's place in that recall, 1 first.")
+
+
+def unjudge(db: Database, entity: str, ref: JudgmentRef) -> bool:
+    """Take back the judgment of one item of one logged recall (the audit page's undo):
+    the item is unjudged again and leaves precision. False when it was not judged."""
+    row = _row(db, entity, ref.log_id)
+    items = json.loads(row["items"])
+    if ref.rank > len(items):
+        raise NotFound(
+            f"no item at rank {ref.rank}: recall {ref.log_id} surfaced {len(items)} items",
+            field="rank",
+        )
+    key = item_key(items[ref.rank - 1].get("source") or {})
+    with db.write() as conn:
+        gone = conn.execute(
+            "DELETE FROM audit_judgments WHERE entity = ? AND log_id = ? AND item_key = ?",
+            (entity, ref.log_id, key),
+        ).rowcount
+    return gone > 0

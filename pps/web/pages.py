@@ -25,7 +25,7 @@ from engine.llm import budget
 from engine.recall import ambient as recall
 from engine.recall import audit
 from engine.recall import log as recall_log
-from engine.recall.audit import DrawQuery, JudgmentIn, Precision, PrecisionQuery
+from engine.recall.audit import DrawQuery, JudgmentIn, JudgmentRef, Precision, PrecisionQuery
 from engine.recall.log import LogQuery
 from engine.recall.shapes import RecallRequest
 from engine.search import hybrid
@@ -40,8 +40,10 @@ log = logging.getLogger("pps.web")
 
 STATIC = {path.name: path for path in (HERE / "static").iterdir() if path.is_file()}
 PAGE_SIZE = 50
+AUDIT_PAGE = 10
 
 pages = page_router()
+icon = APIRouter(include_in_schema=False)
 api = APIRouter(
     prefix="/ui/api", include_in_schema=False, dependencies=[Depends(guard.same_origin)]
 )
@@ -108,6 +110,15 @@ def sign_out(request: Request, session: Write) -> Response:
     guard.sessions(request).end(session.id)
     response = guard.harden(RedirectResponse("/ui", status_code=303))
     guard.clear_session_cookie(response)
+    return response
+
+
+@icon.get("/favicon.ico")
+def favicon() -> Response:
+    """The Observatory's icon, where browsers ask for it first (an SVG: every current
+    browser draws one)."""
+    response = FileResponse(STATIC["favicon.svg"], media_type="image/svg+xml")
+    response.headers["X-Content-Type-Options"] = "nosniff"
     return response
 
 
@@ -357,9 +368,11 @@ def audit_page(
     n: int = audit.DRAW_DEFAULT,
     k: int = 5,
     unjudged: bool = False,
+    page: int = 1,
 ) -> Response:
     """N logged recalls drawn at random, each item to judge; precision@k beside them. The
-    seed is in the URL, so a reload shows the same draw (without one, a new draw)."""
+    seed is in the URL, so a reload shows the same draw (without one, a new draw); the
+    draw is shown AUDIT_PAGE recalls at a time (`page=`)."""
     ask = DrawQuery(n=n, seed=seed, unjudged=unjudged)
     precision = audit.precision(db, session.entity, PrecisionQuery(k=k))
     if seed is None:
@@ -367,13 +380,21 @@ def audit_page(
         query = urlencode({"seed": seed, "n": n, "k": k, **({"unjudged": 1} if unjudged else {})})
         return guard.harden(RedirectResponse(f"/ui/audit?{query}", status_code=303))
     drawn = audit.draw(db, session.entity, ask)
+    pages_drawn = max(1, -(-len(drawn.recalls) // AUDIT_PAGE))
+    if not 1 <= page <= pages_drawn:
+        raise InputError.of("page", f"from 1 to {pages_drawn}")
     return render(
         request,
         "audit.html",
         active="audit",
         settings=settings,
         drawn=drawn,
+        shown=drawn.recalls[(page - 1) * AUDIT_PAGE : page * AUDIT_PAGE],
+        page=page,
+        pages_drawn=pages_drawn,
+        per_page=AUDIT_PAGE,
         ask=ask,
+        k=k,
         precision=precision,
     )
 
@@ -387,13 +408,18 @@ def judge_form(
     relevant: Annotated[str, Form()],
     seed: Annotated[int, Form()] = 0,
     n: Annotated[int, Form()] = audit.DRAW_DEFAULT,
+    page: Annotated[int, Form()] = 1,
 ) -> Response:
-    """The page's judgment without its script: judge, then back to the same draw."""
-    if relevant not in ("0", "1"):
-        raise InputError.of("relevant", "1 (relevant) or 0 (not)")
-    ask = JudgmentIn(log_id=log_id, rank=rank, relevant=relevant == "1")
-    audit.judge(db, session.entity, ask, face="ui")
-    back = urlencode({"seed": seed, "n": n})
+    """The page's judgment without its script: judge (or, `relevant=undo`, take the
+    judgment back), then back to the same draw."""
+    if relevant not in ("0", "1", "undo"):
+        raise InputError.of("relevant", "1 (relevant), 0 (not) or undo")
+    if relevant == "undo":
+        audit.unjudge(db, session.entity, JudgmentRef(log_id=log_id, rank=rank))
+    else:
+        ask = JudgmentIn(log_id=log_id, rank=rank, relevant=relevant == "1")
+        audit.judge(db, session.entity, ask, face="ui")
+    back = urlencode({"seed": seed, "n": n, "page": page})
     return guard.harden(RedirectResponse(f"/ui/audit?{back}#r{log_id}-{rank}", status_code=303))
 
 
@@ -402,6 +428,13 @@ def judge(body: JudgmentIn, session: Write, db: DB, k: int = 5) -> dict[str, Any
     """What the audit page posts for each key press: the judgment, and precision now."""
     judgment = audit.judge(db, session.entity, body, face="ui")
     return {"judgment": judgment, "precision": _precision(db, session.entity, k)}
+
+
+@api.post("/audit/undo")
+def undo_judgment(body: JudgmentRef, session: Write, db: DB, k: int = 5) -> dict[str, Any]:
+    """The audit page's undo (the u key): the item unjudged again, and precision now."""
+    undone = audit.unjudge(db, session.entity, body)
+    return {"undone": undone, "precision": _precision(db, session.entity, k)}
 
 
 @api.get("/audit/precision")

@@ -7,6 +7,7 @@ table gives it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,23 @@ from pps.web.guard import Refused, SignInNeeded
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
+
+
+def when(value: str | None, seconds: bool = False) -> str:
+    """A stored time as a person reads it, with its zone: "2026-12-01 23:13 UTC". A time
+    written with another offset (a file's) is shown in UTC too; one with none is UTC."""
+    if not value:
+        return ""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")
+
+
+templates.env.filters["when"] = when
 NAV = (
     ("timeline", "Timeline"),
     ("recall", "Recall"),

@@ -34,7 +34,7 @@
     const item = el("li", "event fresh");
     item.dataset.id = String(event.id);
     const meta = el("div", "meta");
-    const time = el("time", null, event.created_at.slice(0, 19).replace("T", " "));
+    const time = el("time", null, event.created_at.slice(0, 19).replace("T", " ") + " UTC");
     time.dateTime = event.created_at;
     meta.append(time, " ");
     meta.append(link("chan", "/ui/timeline?" + new URLSearchParams({ channel: event.channel }), event.channel), " ");
@@ -178,13 +178,40 @@
     redraw(answer.precision);
   }
 
+  // The judgment taken back: the item unjudged again, precision redrawn.
+  async function undo(item) {
+    const response = await fetch("/ui/api/audit/undo?k=" + audit.dataset.k, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: {
+        "Content-Type": "application/json",
+        Accept: "application/json",
+        "X-CSRF-Token": audit.dataset.csrf,
+      },
+      body: JSON.stringify({ log_id: Number(item.dataset.log), rank: Number(item.dataset.rank) }),
+    });
+    if (response.status === 401) {
+      window.location.assign("/ui");
+      return;
+    }
+    if (!response.ok) {
+      item.classList.add("failed");
+      return;
+    }
+    const answer = await response.json();
+    item.classList.remove("yes", "no", "failed");
+    item.querySelector(".verdict").textContent = "";
+    redraw(answer.precision);
+  }
+
   items.forEach((item, i) => {
     item.addEventListener("click", () => focus(i));
     item.querySelector("form.verdicts").addEventListener("submit", (event) => {
       event.preventDefault();
-      const relevant = event.submitter && event.submitter.value === "1";
+      const value = event.submitter ? event.submitter.value : "";
       focus(i);
-      judge(item, relevant).then(() => focus(i + 1));
+      if (value === "undo") undo(item);
+      else judge(item, value === "1").then(() => focus(i + 1));
     });
   });
 
@@ -199,7 +226,8 @@
       const item = items[current];
       const at = current;
       judge(item, key === "y" || key === "1").then(() => focus(at + 1));
-    } else return;
+    } else if (key === "u" && current >= 0) undo(items[current]);
+    else return;
     event.preventDefault();
   });
 
