@@ -28,6 +28,7 @@ from engine.recall import log as recall_log
 from engine.recall.audit import DrawQuery, JudgmentIn, Precision, PrecisionQuery
 from engine.recall.log import LogQuery
 from engine.recall.shapes import RecallRequest
+from engine.recall.used import share as used_share
 from engine.search import hybrid
 from engine.search.hybrid import SearchRequest
 from engine.store import queue
@@ -261,6 +262,7 @@ def recall_page(
         ask=None,
         entries=_recall_log(db, session.entity, channel, contains),
         log_filter={"channel": channel or "", "contains": contains or ""},
+        used=used_share(db, session.entity),
     )
 
 
@@ -294,6 +296,7 @@ def run_recall(
         ask=ask,
         entries=_recall_log(db, session.entity, None, None),
         log_filter={"channel": "", "contains": ""},
+        used=used_share(db, session.entity),
     )
 
 
@@ -375,6 +378,7 @@ def audit_page(
         drawn=drawn,
         ask=ask,
         precision=precision,
+        used=used_share(db, session.entity),
     )
 
 
