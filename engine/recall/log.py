@@ -18,6 +18,7 @@ from engine.kernel import timestamps
 from engine.kernel.config import Settings
 from engine.kernel.patterns import CHANNEL_PATTERN
 from engine.kernel.requests import INT64_MAX, Request
+from engine.recall import used
 from engine.recall.shapes import Item, LayerReport, RecallRequest
 from engine.store.db import Database
 
@@ -54,8 +55,9 @@ class LogQuery(Request):
 
 
 def entries(db: Database, entity: str, ask: LogQuery) -> Log:
-    """The newest recall log entries, for audits (what surfaced, why, how fast), filtered
-    by id, channel or the text of their context (any case)."""
+    """The newest recall log entries, for audits (what surfaced, why, how fast, whether
+    the reply used it: `used`, null before a reply), filtered by id, channel or the text
+    of their context (any case)."""
     where: list[str] = ["entity = ?"]
     params: list[Any] = [entity]
     if ask.id is not None:
@@ -71,11 +73,16 @@ def entries(db: Database, entity: str, ask: LogQuery) -> Log:
         f"SELECT * FROM recall_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
         [*params, ask.limit],
     )
+    rows = rows.fetchall()
+    marked = used.marks(db, entity, [row["id"] for row in rows])
     found = [
         LogEntry.model_validate(
             {
                 **dict(row),
-                "items": json.loads(row["items"]),
+                "items": [
+                    {**item, "used": marked.get((row["id"], rank))}
+                    for rank, item in enumerate(json.loads(row["items"]), start=1)
+                ],
                 "manifest": json.loads(row["manifest"]),
             }
         )

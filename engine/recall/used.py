@@ -149,6 +149,17 @@ class UsedShare(BaseModel):
     weeks: list[WeekUsed] = Field(description="Oldest first, the latest 26 weeks marked.")
 
 
+def marks(db: Database, entity: str, log_ids: list[int]) -> dict[tuple[int, int], bool]:
+    """Whether each item of these logged recalls was used, by (log id, rank); an item
+    not marked yet (no reply after it) is absent."""
+    rows = db.conn.execute(
+        "SELECT log_id, rank, used FROM recall_used WHERE entity = ?"
+        " AND log_id IN (SELECT value FROM json_each(?))",
+        (entity, json.dumps(log_ids)),
+    )
+    return {(row["log_id"], row["rank"]): bool(row["used"]) for row in rows}
+
+
 def share(db: Database, entity: str) -> UsedShare:
     """The used share of this entity's marked items: in all, per layer, per ISO week."""
     by_layer: dict[str, list[int]] = defaultdict(lambda: [0, 0])
