@@ -72,8 +72,7 @@ def entries(db: Database, entity: str, ask: LogQuery) -> Log:
     rows = db.conn.execute(
         f"SELECT * FROM recall_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
         [*params, ask.limit],
-    )
-    rows = rows.fetchall()
+    ).fetchall()
     marked = used.marks(db, entity, [row["id"] for row in rows])
     found = [
         LogEntry.model_validate(
