@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from bench import audit_score
 from engine.capture import entities
 from engine.kernel.config import Settings
 from engine.recall import log, used
@@ -154,7 +155,9 @@ def test_a_reply_in_the_same_channel_marks_a_recall_without_a_session(make_clien
     assert entry["items"] and any(i["used"] for i in entry["items"]), entry["items"]
 
 
-def test_the_audit_and_recall_pages_show_the_used_share(server, make_client):
+def test_the_audit_and_recall_pages_and_audit_score_show_the_used_share(
+    server, make_client, capsys
+):
     api = make_client()
     api.post("/v1/anchors", json={"title": "Robe", "content": "The comfy robe, navy."})
     api.post("/v1/recall", json={"context": "the comfy robe", "session_id": "s-1"})
@@ -180,3 +183,7 @@ def test_the_audit_and_recall_pages_show_the_used_share(server, make_client):
         assert '<tr data-layer="anchors"><td>anchors</td>' in page, path
     entry_id = logged(api)[0]["id"]
     assert '<td class="used">used</td>' in ui.get(f"/ui/recall?log={entry_id}").text
+
+    audit_score.used_shares(server.data_dir, [api.entity], graph_backend="none")
+    printed = capsys.readouterr().out
+    assert f"used     {api.entity}: {round(share['share'] * 100)}% of {share['marked']}" in printed
