@@ -139,20 +139,25 @@ def test_a_stop_hook_reply_marks_the_prompts_recall_used_or_not(session, make_cl
     assert other.get("/v1/audit/used").json()["marked"] == 0
 
 
-def test_a_reply_in_the_same_channel_marks_a_recall_without_a_session(make_client):
+def test_a_discord_reply_marks_the_recall_of_its_own_discord_channel(make_client):
+    """As the Discord adapter stores the bot's message: channel `discord`, the Discord
+    channel's id as the session. A recall that gave only the channel is marked too."""
     api = make_client()
     api.post("/v1/anchors", json={"title": "Train", "content": "The 9:42 TGV to Lyon, car 7."})
-    asked = api.post(
-        "/v1/recall", json={"context": "which train to Lyon?", "channel": "discord:general"}
-    )
-    assert asked.status_code == 200, asked.text
-    reply = {"channel": "discord:general", "role": "assistant", "author": "lyra"}
-    elsewhere = {**reply, "channel": "discord:garden", "content": "The 9:42 TGV to Lyon."}
+    for ask in (
+        {"context": "which train to Lyon?", "channel": "discord", "session_id": "discord:42"},
+        {"context": "the Lyon train again?", "channel": "discord"},
+    ):
+        assert api.post("/v1/recall", json=ask).status_code == 200
+    reply = {"channel": "discord", "role": "assistant", "author": "lyra"}
+    elsewhere = {**reply, "channel": "terminal", "content": "The 9:42 TGV to Lyon, car 7."}
     api.post("/v1/events", json=elsewhere)
-    assert all(i["used"] is None for i in logged(api)[0]["items"])
-    api.post("/v1/events", json={**reply, "content": "Take the 9:42 TGV, car 7."})
-    [entry] = logged(api)
-    assert entry["items"] and any(i["used"] for i in entry["items"]), entry["items"]
+    assert all(i["used"] is None for e in logged(api) for i in e["items"])
+    answer = {**reply, "session_id": "discord:42", "content": "Take the 9:42 TGV, car 7."}
+    api.post("/v1/events", json=answer)
+    entries = logged(api)
+    assert len(entries) == 2 and all(e["items"] for e in entries)
+    assert all(any(i["used"] for i in e["items"]) for e in entries), entries
 
 
 def test_the_audit_and_recall_pages_and_audit_score_show_the_used_share(

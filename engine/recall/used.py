@@ -1,7 +1,7 @@
 """Was it used: when the assistant's reply to a recall is captured (Claude Code's Stop
 hook sends the transcript's assistant turns; the Discord adapter the bot's own message),
-each item of the recalls before it in the same conversation (the same session, or the
-same channel for events without one) is marked used or not, by the rule below.
+each item of the recalls before it in the same conversation (the reply's session, or its
+channel for a recall that gave no session) is marked used or not, by the rule below.
 
 The rule: an item was used when it shares at least USED_MIN_WORDS distinctive words
 with the reply (words of three letters or more that are not common English words,
@@ -91,15 +91,13 @@ def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
 
 
 def _mark(conn: sqlite3.Connection, entity: str, reply: sqlite3.Row) -> None:
-    if reply["session_id"] is not None:
-        same, key = "session_id = ?", reply["session_id"]
-    else:
-        same, key = "session_id IS NULL AND channel = ?", reply["channel"]
+    # The reply's session, or (a caller that gave no session) its channel.
+    same = "(session_id = ? OR (session_id IS NULL AND channel = ?))"
     rows = conn.execute(
         f"SELECT id, items FROM recall_log WHERE entity = ? AND {same} AND context != 'startup'"
         " AND NOT EXISTS (SELECT 1 FROM recall_used u WHERE u.log_id = recall_log.id)"
         " ORDER BY id",
-        (entity, key),
+        (entity, reply["session_id"], reply["channel"]),
     ).fetchall()
     now = timestamps.now()
     for row in rows:
