@@ -6,10 +6,10 @@ channel for a recall that gave no session) is marked used or not, by the rule be
 The rule: an item was used when it shares at least USED_MIN_WORDS distinctive words
 with the reply (words of three letters or more that are not common English words,
 compared by a crude stem, digits kept). It was chosen on bench/data/used_pairs.jsonl
-against embedding similarity (bench/used_rule.py; docs/retrieval-evaluation.md has the
-figures). A recall is marked once, by the first reply after it; marking runs inside
-capture's transaction as a listener, costs a few word sets, and an error in it is
-logged and never fails the capture. Startup recalls are not marked: they wake a
+against embedding similarity (bench/used_rule.py; docs/ui.md, "Was it used", has the
+figures). A recall is marked once, by the first reply after it (within REPLY_WINDOW);
+marking runs inside capture's transaction as a listener, costs a few word sets, and an
+error in it is logged and never fails the capture. Startup recalls are not marked: they wake a
 session up, they do not answer a turn.
 """
 
@@ -20,7 +20,7 @@ import logging
 import re
 import sqlite3
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
@@ -32,6 +32,10 @@ log = logging.getLogger("pps.recall.used")
 
 USED_MIN_WORDS = 2
 """Distinctive words an item must share with the reply to count as used."""
+REPLY_WINDOW = timedelta(hours=6)
+"""A reply answers the recalls logged at most this long before it ..."""
+REPLY_RECALLS = 10
+"""... the newest this many of them not marked yet."""
 WEEKS_SHOWN = 26
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -93,13 +97,15 @@ def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
 def _mark(conn: sqlite3.Connection, entity: str, reply: sqlite3.Row) -> None:
     # The reply's session, or (a caller that gave no session) its channel.
     same = "(session_id = ? OR (session_id IS NULL AND channel = ?))"
+    now = timestamps.now()
+    since = (datetime.now(UTC) - REPLY_WINDOW).strftime(timestamps.FORMAT)
     rows = conn.execute(
         f"SELECT id, items FROM recall_log WHERE entity = ? AND {same} AND context != 'startup'"
+        " AND created_at >= ?"
         " AND NOT EXISTS (SELECT 1 FROM recall_used u WHERE u.log_id = recall_log.id)"
-        " ORDER BY id",
-        (entity, reply["session_id"], reply["channel"]),
+        " ORDER BY id DESC LIMIT ?",
+        (entity, reply["session_id"], reply["channel"], since, REPLY_RECALLS),
     ).fetchall()
-    now = timestamps.now()
     for row in rows:
         from engine.recall.audit import item_key  # audit imports nothing of this module
 
