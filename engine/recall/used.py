@@ -9,8 +9,8 @@ compared by a crude stem, digits kept). It was chosen on bench/data/used_pairs.j
 against embedding similarity (bench/used_rule.py; docs/ui.md, "Was it used", has the
 figures). A recall is marked once, by the first reply after it (within REPLY_WINDOW);
 marking runs inside capture's transaction as a listener, costs a few word sets, and an
-error in it is logged and never fails the capture. Startup recalls are not marked: they wake a
-session up, they do not answer a turn.
+error in it is logged and never fails the capture. Startup recalls are not marked:
+they wake a session up, they do not answer a turn.
 """
 
 from __future__ import annotations
