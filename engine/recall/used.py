@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from engine.capture import events as capture
 from engine.kernel import timestamps
+from engine.recall.audit import item_key
 from engine.store.db import Database
 
 log = logging.getLogger("pps.recall.used")
@@ -106,11 +107,11 @@ def _mark(conn: sqlite3.Connection, entity: str, reply: sqlite3.Row) -> None:
         " ORDER BY id DESC LIMIT ?",
         (entity, reply["session_id"], reply["channel"], since, REPLY_RECALLS),
     ).fetchall()
+    said = words(reply["content"])
     for row in rows:
-        from engine.recall.audit import item_key  # audit imports nothing of this module
-
         for rank, item in enumerate(json.loads(row["items"]), start=1):
-            used, shared = is_used(item.get("text") or "", reply["content"])
+            shared = len(words(item.get("text") or "") & said)
+            used = shared >= USED_MIN_WORDS
             conn.execute(
                 "INSERT INTO recall_used (entity, log_id, rank, layer, item_key, used, shared,"
                 " reply_event_id, marked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
