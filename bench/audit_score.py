@@ -8,7 +8,9 @@ current ambient_recall on the data dir D (stop `pps serve` on it first: the data
 lock is taken) and the ranking is scored by item identity: precision@k is the relevant
 share of the judged items among its top k (an item nobody judged counts for neither; the
 judged share says how much of the top k the judgments cover). The same figures for the
-logged ranking (the recall as it was when judged) come beside them. Figures only.
+logged ranking (the recall as it was when judged) come beside them, and then each
+entity's used share on D: of the recalled items a reply came after, how many it used
+(engine.recall.used), overall, per layer and per ISO week. Figures only.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import json
 import statistics
 
 from engine.kernel.config import Settings
-from engine.recall import audit
+from engine.recall import audit, used
 from engine.recall.ambient import recall
 from engine.recall.shapes import RecallRequest
 from engine.runtime import Runtime
@@ -102,6 +104,25 @@ def show(name: str, figures: dict[int, dict]) -> None:
         )
 
 
+def used_shares(data_dir: Path, names: list[str], **settings_given) -> None:
+    """Each entity's used share on the data dir, as GET /v1/audit/used answers it."""
+    db = Database.open(Settings(data_dir=data_dir, **settings_given))
+    try:
+        for name in names:
+            figures = used.share(db, name)
+            print(f"used     {name}: {_pct(figures.share)} of {figures.marked} marked items")
+            for layer in figures.layers:
+                print(f"used       {layer.layer:12} {_pct(layer.share)} of {layer.marked}")
+            for week in figures.weeks:
+                print(f"used       {week.week:12} {_pct(week.share)} of {week.marked}")
+    finally:
+        db.close()
+
+
+def _pct(share: float | None) -> str:
+    return "n/a" if share is None else f"{share:.0%}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("eval_set", type=Path)
@@ -117,6 +138,7 @@ def main() -> None:
     print(f"{len(records)} judged recalls, {sum(len(r['items']) for r in records)} judged items")
     show("logged", score(records, logged(records), ks))
     show("replay", score(records, replay(args.data_dir, records, args.per_layer), ks))
+    used_shares(args.data_dir, sorted({r["entity"] for r in records}))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from engine.capture import versions
 from engine.crystal import summarize
 from engine.graph import curator, episodes, texture
 from engine.kernel.config import Settings
+from engine.recall import used
 from engine.search import rerank, turns, watch
 from engine.search.index import FILE_EMBED_JOB, Index, file_embed_handler
 from engine.store import queue
@@ -27,11 +28,12 @@ def _supersede(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> N
     turns.forget(conn, entity, versions.supersede(conn, entity, event_ids))
 
 
-CAPTURE_LISTENERS = (_supersede, turns.admit, episodes.admit)
+CAPTURE_LISTENERS = (_supersede, turns.admit, episodes.admit, used.admit)
 """What capture announces a stored batch to, inside its transaction: capture marks what
 an edit or a deletion changed (and search drops those rows), search indexes the new
 turns' words at once (their vectors follow as a job), the graph puts them in their
-episode windows. Every writer of events passes these to `capture.record`."""
+episode windows, recall marks what an assistant's reply used of the recalls before it.
+Every writer of events passes these to `capture.record`."""
 
 
 class Runtime:

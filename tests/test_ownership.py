@@ -29,7 +29,7 @@ OWNERS = {
     "engine.crystal": {"summaries", "summaries_fts"},
     "engine.inventory": {"inventory_items", "spaces", "current_spaces"},
     "engine.contracts": {"shared_stores", "shared_members", "shared_memories"},
-    "engine.recall": {"recall_log", "audit_judgments"},
+    "engine.recall": {"recall_log", "audit_judgments", "recall_used"},
     "engine.backup": {"backups"},
 }
 EVERY_TABLE = "engine.backup"  # it copies whole tables

@@ -56,6 +56,7 @@ NOT_EXPORTED = {
     "graph_replays": "the graph: derived from the events (`pps replay graph`)",
     "recall_log": "this service's log of recalls",
     "audit_judgments": "judgments of this service's logged recalls (`pps audit export`)",
+    "recall_used": "what replies used of this service's logged recalls",
     "shared_members": "shared stores belong to several entities: not one entity's to export",
     "backups": "this data dir's backup history",
 }

@@ -673,3 +673,15 @@ def sessions_of(db: Database, entity: str, uids: list[str]) -> dict[str, str | N
         (entity, json.dumps(uids)),
     )
     return dict(rows.fetchall())
+
+
+# Asked by used: the recall layer marks what a reply used (engine.recall.used).
+def replies_among(conn: sqlite3.Connection, ids: list[int]) -> list[sqlite3.Row]:
+    """The assistant's turns among these events, in time order: each row's id, channel,
+    content, session_id and created_at."""
+    return conn.execute(
+        "SELECT id, channel, content, session_id, created_at FROM events"
+        " WHERE id IN (SELECT value FROM json_each(?)) AND role = 'assistant'"
+        f" AND {turns_only()} ORDER BY created_at, id",
+        (json.dumps(ids),),
+    ).fetchall()

@@ -177,7 +177,15 @@ class Settings(ClientSettings):
     recall_startup_budget_ms: float = Field(
         2000.0, gt=0, description="Time each layer gets in startup recall."
     )
-    recall_log: bool = Field(False, description="Log every recall (sources, scores, latency).")
+    recall_log: bool = Field(
+        True, description="Log every recall (sources, scores, latency, what the reply used)."
+    )
+    recall_log_days: int = Field(
+        90, ge=0, description="Recall log entries kept this many days (0: no limit)."
+    )
+    recall_log_rows: int = Field(
+        10_000, ge=0, description="... and at most this many per entity (0: no limit)."
+    )
 
     # --- crystals (layer 4) ---
     crystal_keep: int = Field(8, ge=1, description="Crystals kept current; older ones archived.")

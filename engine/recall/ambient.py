@@ -6,7 +6,7 @@ context (the moment). The layers answer under their time budgets (engine.recall.
 an ambient recall's answers are fused by rank and trimmed to `max_tokens`
 (engine.recall.fusion), while startup keeps everything it gathered. `max_chars` then
 caps the formatted block (engine.recall.render), which says what was left out and which
-tool brings it back. Each recall is logged when PPS_RECALL_LOG is on (engine.recall.log).
+tool brings it back. Each recall is logged unless PPS_RECALL_LOG is off (engine.recall.log).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def recall(runtime: fanout.Layers, entity: str, request: RecallRequest) -> Recal
             report.status = "empty"
     latency = round((time.perf_counter() - began) * 1000, 1)
     if runtime.settings.recall_log:
-        log.write(runtime.db, entity, request.context, request.channel, chosen, manifest, latency)
+        log.write(runtime.db, runtime.settings, entity, request, chosen, manifest, latency)
     if not request.trace:
         for item in chosen:
             item.signals = None

@@ -1,18 +1,25 @@
-"""The recall log (PPS_RECALL_LOG): each recall's context, the items it answered with
-(their sources, scores and signals, their text cut to LOG_TEXT_CHARS), each layer's
-report and its latency, for audits (engine.recall.audit draws from it)."""
+"""The recall log (PPS_RECALL_LOG, on by default): each recall's context, channel and
+session, the items it answered with (their sources, scores and signals, their text cut
+to LOG_TEXT_CHARS), each layer's report and its latency, for audits (engine.recall.audit
+draws from it) and for marking what the reply used (engine.recall.used). Entries older
+than PPS_RECALL_LOG_DAYS or past the newest PPS_RECALL_LOG_ROWS of an entity are pruned
+at each write, except judged ones."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from engine.kernel import timestamps
+from engine.kernel.config import Settings
 from engine.kernel.patterns import CHANNEL_PATTERN
 from engine.kernel.requests import INT64_MAX, Request
-from engine.recall.shapes import Item, LayerReport
+from engine.recall import used
+from engine.recall.shapes import Item, LayerReport, RecallRequest
 from engine.store.db import Database
 
 LOG_TEXT_CHARS = 1000
@@ -25,6 +32,7 @@ class LogEntry(BaseModel):
     id: int
     context: str
     channel: str | None
+    session_id: str | None = None
     latency_ms: float
     items: list[dict[str, Any]]
     manifest: dict[str, Any]
@@ -47,8 +55,9 @@ class LogQuery(Request):
 
 
 def entries(db: Database, entity: str, ask: LogQuery) -> Log:
-    """The newest recall log entries, for audits (what surfaced, why, how fast), filtered
-    by id, channel or the text of their context (any case)."""
+    """The newest recall log entries, for audits (what surfaced, why, how fast, whether
+    the reply used it: `used`, null before a reply), filtered by id, channel or the text
+    of their context (any case)."""
     where: list[str] = ["entity = ?"]
     params: list[Any] = [entity]
     if ask.id is not None:
@@ -63,12 +72,16 @@ def entries(db: Database, entity: str, ask: LogQuery) -> Log:
     rows = db.conn.execute(
         f"SELECT * FROM recall_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
         [*params, ask.limit],
-    )
+    ).fetchall()
+    marked = used.marks(db, entity, [row["id"] for row in rows])
     found = [
         LogEntry.model_validate(
             {
                 **dict(row),
-                "items": json.loads(row["items"]),
+                "items": [
+                    {**item, "used": marked.get((row["id"], rank))}
+                    for rank, item in enumerate(json.loads(row["items"]), start=1)
+                ],
                 "manifest": json.loads(row["manifest"]),
             }
         )
@@ -79,15 +92,17 @@ def entries(db: Database, entity: str, ask: LogQuery) -> Log:
 
 def write(
     db: Database,
+    settings: Settings,
     entity: str,
-    context: str,
-    channel: str | None,
+    request: RecallRequest,
     chosen: list[Item],
     manifest: dict[str, LayerReport],
     latency: float,
+    now: datetime | None = None,
 ) -> None:
-    """One recall's entry; on a full disk it is dropped (and counted), never failing the
-    recall."""
+    """One recall's entry, then the entity's entries past the retention pruned; on a full
+    disk it is dropped (and counted), never failing the recall. `now`: the clock (tests)."""
+    at = now or datetime.now(UTC)
     items = [
         {
             "layer": i.layer,
@@ -100,15 +115,37 @@ def write(
     ]
     with db.dropping("recall_log"), db.write() as conn:  # a full disk never fails a recall
         conn.execute(
-            "INSERT INTO recall_log (entity, context, channel, latency_ms, items, manifest,"
-            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO recall_log (entity, context, channel, session_id, latency_ms, items,"
+            " manifest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entity,
-                context[:CONTEXT_CHARS],
-                channel,
+                request.context[:CONTEXT_CHARS],
+                request.channel,
+                request.session_id,
                 latency,
                 json.dumps(items),
                 json.dumps({k: v.model_dump() for k, v in manifest.items()}),
-                timestamps.now(),
+                at.strftime(timestamps.FORMAT),
             ),
         )
+        prune(conn, entity, settings.recall_log_days, settings.recall_log_rows, at)
+
+
+def prune(conn: sqlite3.Connection, entity: str, days: int, rows: int, now: datetime) -> int:
+    """Drop the entity's entries older than `days` and past the newest `rows` (0: no
+    limit); a judged recall is kept (its judgments are the evaluation set). How many went."""
+    judged = "NOT EXISTS (SELECT 1 FROM audit_judgments j WHERE j.log_id = recall_log.id)"
+    gone = 0
+    if days:
+        cutoff = (now - timedelta(days=days)).strftime(timestamps.FORMAT)
+        gone += conn.execute(
+            f"DELETE FROM recall_log WHERE entity = ? AND created_at < ? AND {judged}",
+            (entity, cutoff),
+        ).rowcount
+    if rows:
+        gone += conn.execute(
+            f"DELETE FROM recall_log WHERE entity = ? AND {judged} AND id <= (SELECT id FROM"
+            " recall_log WHERE entity = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
+            (entity, entity, rows),
+        ).rowcount
+    return gone

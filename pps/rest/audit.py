@@ -1,5 +1,6 @@
 """The retrieval audit over REST: draw logged recalls, judge what they surfaced, and
-precision@k per layer and by week (the web face's audit page calls the same services)."""
+precision@k per layer and by week, and the share of recalled items the reply used (the
+web face's audit and recall pages call the same services)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from engine.recall import audit
+from engine.recall import audit, used
 from engine.recall.audit import Drawn, DrawQuery, Judgment, JudgmentIn, Precision, PrecisionQuery
+from engine.recall.used import UsedShare
 from pps.http.deps import DB, CurrentEntity
 from pps.rest.statuses import problems
 
@@ -34,3 +36,8 @@ def precision(
     query: Annotated[PrecisionQuery, Query()], entity: CurrentEntity, db: DB
 ) -> Precision:
     return audit.precision(db, entity, query)
+
+
+@router.get("/used", summary="The share of recalled items the reply used, per layer and by week")
+def used_share(entity: CurrentEntity, db: DB) -> UsedShare:
+    return used.share(db, entity)

@@ -28,6 +28,7 @@ from engine.recall import log as recall_log
 from engine.recall.audit import DrawQuery, JudgmentIn, JudgmentRef, Precision, PrecisionQuery
 from engine.recall.log import LogQuery
 from engine.recall.shapes import RecallRequest
+from engine.recall.used import share as used_share
 from engine.search import hybrid
 from engine.search.hybrid import SearchRequest
 from engine.store import queue
@@ -272,6 +273,7 @@ def recall_page(
         ask=None,
         entries=_recall_log(db, session.entity, channel, contains),
         log_filter={"channel": channel or "", "contains": contains or ""},
+        used=used_share(db, session.entity),
     )
 
 
@@ -305,6 +307,7 @@ def run_recall(
         ask=ask,
         entries=_recall_log(db, session.entity, None, None),
         log_filter={"channel": "", "contains": ""},
+        used=used_share(db, session.entity),
     )
 
 
@@ -396,6 +399,7 @@ def audit_page(
         ask=ask,
         k=k,
         precision=precision,
+        used=used_share(db, session.entity),
     )
 
 
