@@ -30,6 +30,7 @@ NAV = (
     ("audit", "Audit"),
     ("graph", "Graph"),
     ("memory", "Memory"),
+    ("clients", "Clients"),
 )
 
 
