@@ -120,7 +120,8 @@ async def _note_call(state: dict, headers: dict, receive):
     except ValueError:
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("method"), str):
-        params = parsed.get("params") if isinstance(parsed.get("params"), dict) else {}
+        given = parsed.get("params")
+        params: dict = given if isinstance(given, dict) else {}
         key = (state["entity"], headers.get(b"user-agent", b""))
         state["mcp_method"] = method = parsed["method"][:64]
         if method == "initialize":

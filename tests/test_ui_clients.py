@@ -129,7 +129,9 @@ def _layout_problems(page) -> list[str]:
           for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
             const [a, p] = boxes[i], [b, q] = boxes[j];
             if (a.contains(b) || b.contains(a)) continue;
-            if (p.left < q.right - 1 && q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1)
+            const apart = p.right - 1 <= q.left || q.right - 1 <= p.left
+              || p.bottom - 1 <= q.top || q.bottom - 1 <= p.top;
+            if (!apart)
               out.push(`${a.outerHTML.slice(0, 60)} overlaps ${b.outerHTML.slice(0, 60)}`);
           }
           return out;
