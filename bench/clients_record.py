@@ -31,7 +31,7 @@ from engine.store.db import Database
 from pps.http.app import create_app
 from pps.http.calls import RecordCalls
 
-WORDS = "kettle garden robe coffee dawn river lamp window letter music".split()
+WORDS = ["kettle", "garden", "robe", "coffee", "dawn", "river", "lamp", "window", "letter", "music"]
 
 
 def serve(settings: Settings, record: bool) -> TestClient:
