@@ -10,7 +10,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from engine.capture import entities
+from engine.capture import clients, entities
+from engine.capture.clients import Call
 from engine.kernel.labels import CLIENT_HEADER
 from ingest.client import Client
 from ingest.spool import Spool
@@ -102,6 +103,35 @@ def test_revoke_ends_the_old_token_at_once_and_shows_the_new_one_once(server):
         assert new not in page.get("/ui/clients").text  # shown once
     with connect(server, new) as api:
         assert api.get("/v1/events").status_code == 200
+
+
+def test_the_http_hook_and_the_pages_are_named_by_their_route(server):
+    token = entities.create(server.db, "frank")
+    with connect(server, token) as api:
+        hook = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "hello"}
+        assert api.post("/v1/hooks/claude-code", json=hook).status_code == 200
+        page = UI(server, token)
+        page.sign_in()
+        assert page.get("/ui/timeline").status_code == 200
+        seen = _by_client(api)
+        assert seen["claude-code-http"]["writes"] == 1, seen
+        assert seen["web"]["reads"] >= 1, seen
+        refused = api.get("/v1/clients", params={"recent": 500})
+        assert refused.status_code == 422 and refused.json()["error"] == "invalid_input"
+
+
+def test_the_record_is_bounded_in_calls_and_clients(server):
+    entities.create(server.db, "gina")
+    recorder = clients.Recorder(server.db)
+    for i in range(clients.RECENT_KEPT + 50):
+        label = f"label-{i % (clients.CLIENTS_KEPT + 8)}"
+        recorder.record(Call("gina", label, "GET", "/v1/events", "read", 200, 1.0))
+    recorder.flush()
+    assert len(recorder.recent("gina", 1000)) == clients.RECENT_KEPT
+    kept = recorder.clients("gina")
+    assert len(kept) == clients.CLIENTS_KEPT + 1
+    assert clients.OTHER in {c.client for c in kept}
+    assert sum(c.reads for c in kept) == clients.RECENT_KEPT + 50  # every call counted
 
 
 def test_a_revoke_without_the_form_token_changes_nothing(server):
