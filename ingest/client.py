@@ -35,8 +35,8 @@ Answer = tuple[int | None, Any, str | None]
 """(status or None, JSON body or None, a problem a person can act on)."""
 
 DEFAULT_LABEL = "pps-client"
-"""The label of a client that gives none (`pps ingest`, an importer). The Discord adapter's
-host passes DISCORD_LABEL; the hook runners pass their host's name (`claude-code`)."""
+"""The label of a client that gives none (`pps ingest`, an importer). The Discord adapter
+gives its client DISCORD_LABEL; the hook runners pass their host's name (`claude-code`)."""
 DISCORD_LABEL = "discord"
 
 
@@ -79,9 +79,6 @@ class Client:
         self.refused: str | None = None
         """The problem of the last 401 the service answered this client (its token is
         unknown or revoked there), None when it took the token every time."""
-        self.label = label
-        """How the client names itself to the service (the X-PPS-Client header), for the
-        record of who called: the Clients page, `pps hooks status`."""
         self._http = service_client(
             self.url, token, base_url=self.url, headers={CLIENT_HEADER: label}
         )
@@ -97,6 +94,16 @@ class Client:
             batch=settings.client_batch,
             label=label,
         )
+
+    @property
+    def label(self) -> str:
+        """How the client names itself to the service (the X-PPS-Client header), for the
+        record of who called: the Clients page, `pps hooks status`."""
+        return self._http.headers[CLIENT_HEADER]
+
+    @label.setter
+    def label(self, label: str) -> None:
+        self._http.headers[CLIENT_HEADER] = label
 
     def __enter__(self) -> Client:
         return self

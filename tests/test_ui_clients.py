@@ -120,6 +120,17 @@ def test_the_http_hook_and_the_pages_are_named_by_their_route(server):
         assert refused.status_code == 422 and refused.json()["error"] == "invalid_input"
 
 
+def test_the_discord_adapters_client_calls_as_discord(server, tmp_path):
+    from ingest.discord import DiscordCapture
+
+    token = entities.create(server.db, "hana")
+    with Client(server.url, token, Spool(tmp_path / "spool.jsonl")) as client:
+        DiscordCapture(client)
+        assert client.send([{"channel": "discord", "author": "jeff", "content": "hi"}]).stored
+    with connect(server, token) as api:
+        assert set(_by_client(api)) == {"discord"}
+
+
 def test_the_record_is_bounded_in_calls_and_clients(server):
     entities.create(server.db, "gina")
     recorder = clients.Recorder(server.db)
