@@ -113,6 +113,9 @@ def test_the_http_hook_and_the_pages_are_named_by_their_route(server):
         page = UI(server, token)
         page.sign_in()
         assert page.get("/ui/timeline").status_code == 200
+        assert page.get("/ui/api/events").status_code == 200  # a poll: not recorded
+        recent = api.get("/v1/clients", params={"recent": 50}).json()["recent"]
+        assert {c["route"] for c in recent if c["client"] == "web"} == {"/ui/timeline"}
         seen = _by_client(api)
         assert seen["claude-code-http"]["writes"] == 1, seen
         assert seen["web"]["reads"] >= 1, seen
@@ -163,7 +166,9 @@ def _layout_problems(page) -> list[str]:
           const out = [];
           const main = document.querySelector('main');
           const width = Math.max(main.scrollWidth, main.getBoundingClientRect().right);
-          if (width > window.innerWidth) out.push(`main ${width} > ${window.innerWidth}`);
+          if (width > window.innerWidth) out.push(`main ${width} > ${window.innerWidth}: ` +
+            [...main.querySelectorAll('*')].filter(e => e.getBoundingClientRect().right > innerWidth)
+              .map(e => e.tagName + '.' + e.className).slice(0, 5).join(' '));
           const boxes = [...main.querySelectorAll('a, button, input, select, textarea')]
             .filter(e => e.type !== 'hidden' && e.offsetParent !== null)
             .map(e => [e, e.getBoundingClientRect()]);
@@ -197,7 +202,7 @@ def test_the_clients_page_fits_a_phone_and_a_desktop(browser_context, server, tm
     expect(page.locator('#clients tr[data-client="claude-code"]')).to_be_visible()
     assert _layout_problems(page) == []
     page.once("dialog", lambda dialog: dialog.accept())
-    page.get_by_role("button", name="Revoke the token and make a new one").click()
+    page.get_by_role("button", name="Revoke the token").click()
     expect(page.locator("#new-token")).to_be_visible()
     assert _layout_problems(page) == []
     page.close()

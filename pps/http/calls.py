@@ -21,6 +21,9 @@ _HEADER = CLIENT_HEADER.lower().encode()
 _READ_POSTS = ("/search", "/recall", "/explore", "/draw")
 """POSTs that only read (a query in a body)."""
 _ROUTES = {"/v1/hooks/claude-code": "claude-code-http"}
+_POLLED = "/ui/api/"
+"""What the open pages poll every few seconds: not recorded, or a page left open would
+fill the log of recent calls with its polls."""
 
 
 class RecordCalls:
@@ -44,7 +47,8 @@ class RecordCalls:
             await self.app(scope, receive, sending)
         finally:
             entity = _entity(state)
-            if entity is not None:
+            polled = scope["method"] == "GET" and scope.get("path", "").startswith(_POLLED)
+            if entity is not None and not polled:
                 record(scope, state, entity, status, (time.perf_counter() - started) * 1000)
 
 
