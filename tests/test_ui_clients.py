@@ -168,7 +168,8 @@ def _layout_problems(page) -> list[str]:
           const width = Math.max(main.scrollWidth, main.getBoundingClientRect().right);
           if (width > window.innerWidth) out.push(`main ${width} > ${window.innerWidth}: ` +
             [...main.querySelectorAll('*')]
-              .filter(e => e.getBoundingClientRect().right > innerWidth).map(e => e.tagName + '.' + e.className).slice(0, 5).join(' '));
+              .filter(e => e.getBoundingClientRect().right > innerWidth)
+              .map(e => e.tagName + '.' + e.className).slice(0, 5).join(' '));
           const boxes = [...main.querySelectorAll('a, button, input, select, textarea')]
             .filter(e => e.type !== 'hidden' && e.offsetParent !== null)
             .map(e => [e, e.getBoundingClientRect()]);
