@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from engine.capture import versions
+from engine.capture import clients, versions
 from engine.crystal import summarize
 from engine.graph import curator, episodes, texture
 from engine.kernel.config import Settings
@@ -68,6 +68,9 @@ class Runtime:
         self.workers.add(summarize.JOB_KIND, summarize.handler(db, settings))
         self.summarizer = summarize.sweeper(db, settings)
 
+        # Who called: each client's calls, recorded from a thread of its own.
+        self.clients = clients.Recorder(db)
+
         self._loaders: list[tuple[threading.Thread, threading.Event]] = []
         self._stopping = threading.Event()
 
@@ -78,6 +81,7 @@ class Runtime:
         meanwhile gets what it gets when the part is unavailable (search and recall rank
         by words; the graph says it is starting), never a wait."""
         queue.resume(self.db)
+        self.clients.start()
         self.workers.start()
         self.keeper.start()
         self.summarizer.start()
@@ -132,6 +136,7 @@ class Runtime:
         self.summarizer.stop()
         self.keeper.stop()
         self.workers.stop()
+        self.clients.stop()
         self._stopping.set()  # the graph's thread stops the graph, last
         for thread, _ in self._loaders:
             thread.join()

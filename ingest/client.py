@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from engine.kernel.config import ClientSettings
+from engine.kernel.labels import CLIENT_HEADER
 from ingest.http import service_client
 from ingest.spool import Spool
 
@@ -32,6 +33,11 @@ _ISOLATE = "isolate"
 
 Answer = tuple[int | None, Any, str | None]
 """(status or None, JSON body or None, a problem a person can act on)."""
+
+DEFAULT_LABEL = "pps-client"
+"""The label of a client that gives none (`pps ingest`, an importer). The Discord adapter
+gives its client DISCORD_LABEL; the hook runners pass their host's name (`claude-code`)."""
+DISCORD_LABEL = "discord"
 
 
 class ClientConfigError(Exception):
@@ -54,7 +60,14 @@ class Flushed:
 
 class Client:
     def __init__(
-        self, url: str, token: str, spool: Spool, *, timeout: float = 30.0, batch: int = 500
+        self,
+        url: str,
+        token: str,
+        spool: Spool,
+        *,
+        timeout: float = 30.0,
+        batch: int = 500,
+        label: str = DEFAULT_LABEL,
     ):
         self.url = url.rstrip("/")
         self.identity = identity(self.url, token)
@@ -66,10 +79,12 @@ class Client:
         self.refused: str | None = None
         """The problem of the last 401 the service answered this client (its token is
         unknown or revoked there), None when it took the token every time."""
-        self._http = service_client(self.url, token, base_url=self.url)
+        self._http = service_client(
+            self.url, token, base_url=self.url, headers={CLIENT_HEADER: label}
+        )
 
     @classmethod
-    def from_settings(cls, settings: ClientSettings) -> Client:
+    def from_settings(cls, settings: ClientSettings, label: str = DEFAULT_LABEL) -> Client:
         url, token = service_url(settings), read_token(settings)
         return cls(
             url,
@@ -77,7 +92,18 @@ class Client:
             Spool(spool_path(settings, identity(url, token)), service=url),
             timeout=settings.client_timeout_s,
             batch=settings.client_batch,
+            label=label,
         )
+
+    @property
+    def label(self) -> str:
+        """How the client names itself to the service (the X-PPS-Client header), for the
+        record of who called: the Clients page, `pps hooks status`."""
+        return self._http.headers[CLIENT_HEADER]
+
+    @label.setter
+    def label(self, label: str) -> None:
+        self._http.headers[CLIENT_HEADER] = label
 
     def __enter__(self) -> Client:
         return self

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from ingest import events as ev
-from ingest.client import Client, Flushed
+from ingest.client import DEFAULT_LABEL, DISCORD_LABEL, Client, Flushed
 
 CHANNEL = "discord"
 RETRY_S = 5.0
@@ -134,6 +134,8 @@ class DiscordCapture:
         retry_s: float = RETRY_S,
     ):
         self.client = client
+        if client.label == DEFAULT_LABEL:  # the service shows its calls as the adapter's
+            client.label = DISCORD_LABEL
         self.self_id = self_id
         self.skip_bots = skip_bots
         self.retry_s = retry_s

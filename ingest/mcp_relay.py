@@ -29,8 +29,11 @@ from typing import Any, BinaryIO
 
 import httpx
 
+from engine.kernel.labels import CLIENT_HEADER
 from ingest.http import service_client
 
+RELAY_LABEL = "stdio-relay"
+"""How the relay names itself to the service (with its host's MCP clientInfo name)."""
 TOKEN_REFUSED = -32001
 """JSON-RPC error code for a token the service refuses."""
 NOT_ANSWERING = -32000
@@ -70,6 +73,7 @@ class Relay:
             headers={
                 "Content-Type": "application/json",
                 "Accept": "application/json, text/event-stream",
+                CLIENT_HEADER: RELAY_LABEL,
             },
             timeout=CALL_TIMEOUT,
         )

@@ -8,6 +8,7 @@ request stands alone and is authenticated on its own.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -19,6 +20,7 @@ from starlette.routing import Route
 
 from engine.capture import entities
 from engine.kernel.errors import FieldProblem, bearer_challenge
+from engine.kernel.labels import clean_label
 from mcp_bridge import PATHS, openclaw, pps, shared_memory, wordwalker
 from pps.http.deps import UNKNOWN_TOKEN, Unauthorized, no_token
 from pps.http.errors import problem_response
@@ -82,8 +84,68 @@ class BearerEntity:
             }
             response = problem_response(401, "unauthorized", problems, **challenge)
             return await response(scope, receive, send)
-        scope.setdefault("state", {})["entity"] = entity
+        state = scope.setdefault("state", {})
+        state["entity"] = entity
+        if scope["method"] == "POST":
+            receive = await _note_call(state, headers, receive)
         await self.app(scope, receive, send)
+
+
+READ_TOOLS = {
+    fn.__name__
+    for module in (pps, wordwalker, openclaw, shared_memory)
+    for fn, marks in module.profile.tools
+    if marks.read_only_hint
+}
+_NAMES_KEPT = 256
+_client_names: dict[tuple[str, bytes], str] = {}
+"""The clientInfo name each (entity, User-Agent) gave in its last `initialize`: MCP here
+is stateless, so a tool call does not say it again."""
+
+
+async def _note_call(state: dict, headers: dict, receive):
+    """Put in the request's state what the record of calls shows of an MCP message (its
+    JSON-RPC method, the tool called and whether it only reads, the client's name), and
+    return a `receive` that gives the body read for it again."""
+    chunks, more = [], True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    body = b"".join(chunks)
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("method"), str):
+        given = parsed.get("params")
+        params: dict = given if isinstance(given, dict) else {}
+        key = (state["entity"], headers.get(b"user-agent", b""))
+        state["mcp_method"] = method = parsed["method"][:64]
+        if method == "initialize":
+            info = params.get("clientInfo")
+            name = info.get("name") if isinstance(info, dict) else None
+            if isinstance(name, str) and (name := clean_label(name)):
+                if len(_client_names) >= _NAMES_KEPT:
+                    _client_names.pop(next(iter(_client_names)))
+                _client_names[key] = name
+        if method == "tools/call" and isinstance(params.get("name"), str):
+            state["mcp_tool"] = params["name"][:64]
+            state["mcp_kind"] = "read" if params["name"] in READ_TOOLS else "write"
+        if key in _client_names:
+            state["mcp_client"] = _client_names[key]
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 class _NoSessionToEnd(logging.Filter):

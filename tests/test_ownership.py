@@ -17,7 +17,14 @@ MIGRATIONS = ROOT / "migrations"
 OWNERS = {
     "engine.store": {"jobs", "queue_pauses", "schema_migrations"},
     "engine.llm": {"graph_usage"},
-    "engine.capture": {"entities", "operator_tokens", "events", "events_fts"},
+    "engine.capture": {
+        "entities",
+        "operator_tokens",
+        "events",
+        "events_fts",
+        "clients",
+        "client_calls",
+    },
     "engine.search": {
         "search_chunks",
         "search_files",

@@ -281,3 +281,12 @@ def _copy_home(settings: Settings, entity: str, target: Path, skipped: list[str]
         if Path(directory) != target and not any(Path(directory).iterdir()):
             Path(directory).rmdir()
     return len(kept)
+
+
+# Asked by clients: the record of who called is this service's, as the recall log is.
+NOT_EXPORTED.update(
+    {
+        "clients": "this service's record of who called",
+        "client_calls": "this service's record of who called",
+    }
+)

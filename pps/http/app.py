@@ -20,6 +20,7 @@ from engine.store.db import Database
 from engine.store.lock import SERVE, DataDirLock
 from mcp_bridge.mount import mount as mcp_mount
 from pps import rest, web
+from pps.http.calls import RecordCalls
 from pps.http.errors import BodyLimit, add_error_handlers
 from pps.rest import events
 
@@ -62,6 +63,7 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(RecordCalls)  # who called (engine.capture.clients)
     add_error_handlers(app)
     rest.include(app)  # /v1 (docs/rest.md)
     web.mount(app)  # the web face, /ui (docs/ui.md)

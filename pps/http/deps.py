@@ -63,6 +63,7 @@ def current_entity(
     entity = entities.authenticate(get_db(request), credentials.credentials)
     if entity is None:
         raise Unauthorized(UNKNOWN_TOKEN, wrong=True)
+    request.state.entity = entity  # whose call it was (pps.http.calls)
     _refuse_unknown_query(request)
     return entity
 

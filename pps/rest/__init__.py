@@ -10,6 +10,7 @@ from pps.rest import (
     anchors,
     audit,
     check,
+    clients,
     crystals,
     events,
     files,
@@ -45,6 +46,7 @@ ROUTERS = (
     files.router,
     shared.router,
     shared.operator,
+    clients.router,
 )
 
 

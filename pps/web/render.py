@@ -48,6 +48,7 @@ NAV = (
     ("audit", "Audit"),
     ("graph", "Graph"),
     ("memory", "Memory"),
+    ("clients", "Clients"),
 )
 
 
