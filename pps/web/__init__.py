@@ -14,14 +14,14 @@ from fastapi import FastAPI, Request
 
 from engine.kernel.errors import FieldProblem
 from pps.http.errors import problem_response
-from pps.web import graph, guard, memory, pages
+from pps.web import graph, guard, memory, memories, pages
 from pps.web.sessions import Sessions, SignIns
 
 
 def mount(app: FastAPI) -> None:
     app.state.ui_sessions = Sessions()
     app.state.ui_sign_ins = SignIns()
-    for router in (pages.pages, pages.api, graph.router, memory.router):
+    for router in (pages.pages, pages.api, graph.router, memory.router, memories.router):
         app.include_router(router)
 
     @app.exception_handler(guard.Refused)

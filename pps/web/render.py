@@ -30,6 +30,8 @@ NAV = (
     ("audit", "Audit"),
     ("graph", "Graph"),
     ("memory", "Memory"),
+    ("memories", "Memories"),
+    ("shared", "Shared"),
 )
 
 
