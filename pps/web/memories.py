@@ -125,9 +125,7 @@ def _items(db, entity: str) -> list[Entry]:
 
 
 def _searched(index, entity: str, q: str, kind, tag, since, until) -> list[Entry]:
-    ask = SearchRequest(
-        query=q, tags=[tag] if tag else [], since=since, until=until, limit=50
-    )
+    ask = SearchRequest(query=q, tags=[tag] if tag else [], since=since, until=until, limit=50)
     ask.check()
     kinds = (kind,) if kind else SEARCHED
     hits = search.search(index, entity, ask, kinds=kinds).results
@@ -206,8 +204,13 @@ def memories_page(
         entries=entries,
         kinds=KINDS,
         names=dict(KINDS),
-        ask={"q": q or "", "kind": kind or "", "tag": tag or "", "since": since or "",
-             "until": until or ""},
+        ask={
+            "q": q or "",
+            "kind": kind or "",
+            "tag": tag or "",
+            "since": since or "",
+            "until": until or "",
+        },
         opened=opened,
         editing=edit and opened is not None and opened.get("anchor") is not None,
         done=DONE.get(done or ""),
@@ -243,8 +246,7 @@ def _opened(db, settings, home, entity, path, crystal, item) -> dict | None:
         }
     if item is not None:
         found_items = [
-            i for i in inventory.list_items(db, entity, ItemQuery(limit=1000)).items
-            if i.id == item
+            i for i in inventory.list_items(db, entity, ItemQuery(limit=1000)).items if i.id == item
         ]
         if not found_items:
             raise NotFound(f"no inventory item {item}")
