@@ -22,7 +22,7 @@ HOSTILE = (
 )
 
 
-def _signed_in(make_ui, name: str) -> UI:
+def _signed_in(make_ui, name: str) -> UI:  # noqa: F811
     ui = make_ui(name)
     assert ui.sign_in().status_code == 303
     return ui
@@ -34,7 +34,7 @@ def _anchor(ui, title: str, content: str, tags: list[str]) -> dict:
     return answer.json()
 
 
-def test_the_list_shows_each_kind_with_a_preview_and_only_ones_own(make_ui):
+def test_the_list_shows_each_kind_with_a_preview_and_only_ones_own(make_ui):  # noqa: F811
     ada, bo = _signed_in(make_ui, "mem-ada"), _signed_in(make_ui, "mem-bo")
     _anchor(ada, "Lighthouse walk", "We walked to the lighthouse at dusk.", ["walks"])
     stored = ada.api.post(
@@ -86,7 +86,7 @@ def test_the_list_shows_each_kind_with_a_preview_and_only_ones_own(make_ui):
     assert "under the pot" not in ada.get("/ui/memories", params={"q": "garden key pot"}).text
 
 
-def test_bad_filters_are_a_clear_400_page(make_ui):
+def test_bad_filters_are_a_clear_400_page(make_ui):  # noqa: F811
     ada = _signed_in(make_ui, "mem-bad")
     assert (
         ada.get("/ui/memories", params={"kind": "nonsense"}).status_code == 422
@@ -100,7 +100,7 @@ def test_bad_filters_are_a_clear_400_page(make_ui):
     )
 
 
-def test_a_word_photo_opens_as_safe_markdown_and_is_edited_then_deleted(make_ui):
+def test_a_word_photo_opens_as_safe_markdown_and_is_edited_then_deleted(make_ui):  # noqa: F811
     ada, bo = _signed_in(make_ui, "mem-edit"), _signed_in(make_ui, "mem-other")
     made = _anchor(ada, "Hostile", HOSTILE, ["x"])
     path = made.get("path") or f"word_photos/{made['name']}"
@@ -132,7 +132,7 @@ def test_a_word_photo_opens_as_safe_markdown_and_is_edited_then_deleted(make_ui)
     assert no_csrf.status_code == 403
 
 
-def test_an_item_is_deleted_and_the_newest_crystal_taken_back(make_ui):
+def test_an_item_is_deleted_and_the_newest_crystal_taken_back(make_ui):  # noqa: F811
     ada = _signed_in(make_ui, "mem-items")
     ada.api.post("/v1/inventory", json={"name": "old lamp", "category": "things"})
     ada.api.post("/v1/crystals", json={"content": "first snapshot"})
@@ -147,7 +147,7 @@ def test_an_item_is_deleted_and_the_newest_crystal_taken_back(make_ui):
     assert "first snapshot" in page and "second snapshot" not in page
 
 
-def test_the_shared_page_shows_members_counts_and_writers(make_ui, server):
+def test_the_shared_page_shows_members_counts_and_writers(make_ui, server):  # noqa: F811
     ada, bo = _signed_in(make_ui, "sh-ada"), _signed_in(make_ui, "sh-bo")
     eve = _signed_in(make_ui, "sh-eve")
     stores.create(server.db, "family", False)
@@ -183,15 +183,19 @@ LAYOUT = """() => {
   const crossed = [];
   for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
     const [a, p] = boxes[i], [b, q] = boxes[j];
-    if (p.left < q.right - 1 && q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1)
-      crossed.push([a, b]);
+    const apart = p.right - 1 <= q.left || q.right - 1 <= p.left
+      || p.bottom - 1 <= q.top || q.bottom - 1 <= p.top;
+    if (!apart) crossed.push([a, b]);
   }
   return {width: doc.scrollWidth, viewport: window.innerWidth, crossed};
 }"""
 
 
 # What reaches past the screen's right edge, to say so when the page is too wide.
-WIDEST = """() => [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right)).slice(0, 8)"""
+WIDEST = """() => [...document.querySelectorAll('body *')]
+  .filter(e => e.getBoundingClientRect().right > window.innerWidth)
+  .map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))
+  .slice(0, 8)"""
 
 
 @pytest.mark.parametrize("size", [(390, 844), (1280, 800)], ids=["phone", "desktop"])

@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 
 from engine.kernel.errors import FieldProblem
 from pps.http.errors import problem_response
-from pps.web import graph, guard, memory, memories, pages
+from pps.web import graph, guard, memories, memory, pages
 from pps.web.sessions import Sessions, SignIns
 
 
