@@ -605,3 +605,27 @@ def _rewrite(home: Home, relative: str, text: str) -> None:
     folder = PurePosixPath(relative).parent.as_posix()
     written = homes.write_new(home, folder, f".rewrite-{uuid.uuid4().hex}", text)
     home.path(written).replace(home.path(relative))
+
+
+# Asked by memories:
+
+
+def listed(index: Index, access: Access, limit: int = 200) -> list[Memory]:
+    """The store's memories as its members see them, newest first, each with its text and
+    who wrote it (metadata `agent`); no ranking, so every score is 0. A record whose file
+    is gone is left out."""
+    records = sorted(
+        _records(index, access.store).values(),
+        key=lambda r: (r["moment"], r["id"]),
+        reverse=True,
+    )
+    home = index.home(access.key)
+    found = []
+    for record in records[:limit]:
+        try:
+            header, body = _read(home, _path(record["id"]))
+        except (OSError, NotFound):
+            continue
+        metadata = shared_metadata.answer(record, header)
+        found.append(Memory(id=record["id"], text=body, metadata=metadata, score=0.0))
+    return found

@@ -3,7 +3,8 @@ REST and MCP, over the same engine services and request models REST uses.
 
 `mount(app)` adds the session store and each router: the sign-in, timeline, recall,
 queue and audit pages (pps.web.pages) with the JSON they poll (/ui/api), the graph page
-(pps.web.graph), the memory page (pps.web.memory), the clients page (pps.web.clients)
+(pps.web.graph), the memory page (pps.web.memory), the memories and shared stores pages
+(pps.web.memories), the clients page (pps.web.clients)
 and /favicon.ico. The entity signs in with its
 token once; a session cookie carries it from then on (see pps.web.guard and
 pps.web.sessions, and docs/ui.md).
@@ -15,14 +16,15 @@ from fastapi import FastAPI, Request
 
 from engine.kernel.errors import FieldProblem
 from pps.http.errors import problem_response
-from pps.web import clients, graph, guard, memory, pages
+from pps.web import clients, graph, guard, memories, memory, pages
 from pps.web.sessions import Sessions, SignIns
 
 
 def mount(app: FastAPI) -> None:
     app.state.ui_sessions = Sessions()
     app.state.ui_sign_ins = SignIns()
-    for router in (pages.pages, pages.api, pages.icon, graph.router, memory.router, clients.router):
+    routers = (pages.pages, pages.api, pages.icon, graph.router, memory.router)
+    for router in (*routers, memories.router, clients.router):
         app.include_router(router)
 
     @app.exception_handler(guard.Refused)

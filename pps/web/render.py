@@ -48,6 +48,8 @@ NAV = (
     ("audit", "Audit"),
     ("graph", "Graph"),
     ("memory", "Memory"),
+    ("memories", "Memories"),
+    ("shared", "Shared"),
     ("clients", "Clients"),
 )
 
