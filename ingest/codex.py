@@ -96,7 +96,9 @@ def start_marker(payload: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-def recall_request(payload: dict[str, Any], context: str, max_chars: int, **fields: Any):
+def recall_request(
+    payload: dict[str, Any], context: str, max_chars: int, **fields: Any
+) -> dict[str, Any]:
     return {**cc.recall_request(payload, context, max_chars, **fields), "channel": CHANNEL}
 
 

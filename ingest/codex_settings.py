@@ -114,7 +114,8 @@ def uninstall_config(path: Path) -> list[str]:
     del servers[SERVER]
     if not servers:
         del document["mcp_servers"]
-    claude_settings.write_file(path, tomlkit.dumps(document))
+    text = tomlkit.dumps(document).rstrip("\n")  # and the blank line added before ours
+    claude_settings.write_file(path, text + "\n" if text else "")
     return [f"mcp_servers.{SERVER}"]
 
 

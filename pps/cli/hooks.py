@@ -132,14 +132,14 @@ def _installed(path: Path, changes, env: dict[str, str], host: str) -> None:
 def _install_codex(env: dict[str, str], budget_s: float, project: Path | None, user: bool):
     """Codex: command hooks in hooks.json, the feature flag and our MCP server in
     config.toml (its bearer token from PPS_TOKEN in Codex's environment)."""
-    from ingest import codex_settings
+    from ingest import claude_settings, codex_settings
 
     path = codex_settings.settings_path(project=project, user=user)
     config = codex_settings.config_path(project=project, user=user)
     try:
         changes = codex_settings.install(path, codex_settings.command_hooks(env, budget_s))
         changed = codex_settings.install_config(config, env["PPS_URL"])
-    except codex_settings.SettingsError as exc:
+    except claude_settings.SettingsError as exc:
         fail(str(exc))
     _installed(path, changes, env, "Codex")
     typer.echo(f"{config}: set {', '.join(changed) or 'nothing (already set)'}")
@@ -178,7 +178,7 @@ def hooks_uninstall(
         try:
             changes = codex_settings.uninstall(path)
             changed = codex_settings.uninstall_config(config)
-        except codex_settings.SettingsError as exc:
+        except claude_settings.SettingsError as exc:
             fail(str(exc))
         typer.echo(f"{path}: removed {', '.join(changes.removed) or 'nothing (none were ours)'}")
         typer.echo(f"{config}: removed {', '.join(changed) or 'nothing'}")
