@@ -275,8 +275,12 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, settings: dict[str, Any], mode: int | None = None) -> None:
+    write_file(path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n", mode)
+
+
+def write_file(path: Path, text: str, mode: int | None = None) -> None:
     """Atomically, as `mode`, else keeping the file's mode (0600 for a new file; a new
-    folder is 0700). Claude Code keeps a file's mode when it rewrites it."""
+    folder is 0700). Claude Code (and Codex) keep a file's mode when they rewrite it."""
     if not path.parent.exists():
         path.parent.mkdir(mode=0o700, parents=True)
     if mode is None:
@@ -284,7 +288,7 @@ def _write(path: Path, settings: dict[str, Any], mode: int | None = None) -> Non
     temporary = path.with_name(f".{path.name}.pps-tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.write(fd, (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode())
+        os.write(fd, text.encode())
         os.fsync(fd)
     finally:
         os.close(fd)

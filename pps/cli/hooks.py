@@ -11,8 +11,11 @@ import typer
 
 from pps.cli.options import ClientToken, Port, Url, fail, settings_for
 
+TARGETS = ("claude-code", "codex")
+
 app = typer.Typer(
-    help="Put the Claude Code hooks in a settings file, or take them out.", no_args_is_help=True
+    help="Put the agent hosts' hooks (Claude Code, Codex) in their settings, or take them out.",
+    no_args_is_help=True,
 )
 
 
@@ -20,31 +23,42 @@ def hook(
     event: Annotated[
         str, typer.Argument(help="SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd.")
     ],
+    host: Annotated[
+        str, typer.Option("--host", help="The agent host running it: claude-code or codex.")
+    ] = "claude-code",
 ) -> None:
-    """Run a Claude Code hook: its JSON on stdin, context to inject on stdout. Always exits 0
-    within PPS_HOOK_BUDGET_S; problems go to hooks.log in PPS_CLIENT_DIR."""
-    from ingest import claude_code, claude_settings
+    """Run an agent host's hook: its JSON on stdin, context to inject on stdout. Always
+    exits 0 within PPS_HOOK_BUDGET_S; problems go to hooks.log in PPS_CLIENT_DIR."""
+    from ingest import claude_code, claude_settings, codex
 
     try:
         settings = settings_for()
     except Exception:  # a broken setting must not break the session either
         return
-    claude_code.main(event, settings, claude_settings.refused_http_hook)
+    if host == "codex":
+        codex.main(event, settings)
+    else:
+        claude_code.main(event, settings, claude_settings.refused_http_hook)
 
 
 @app.command("install")
 def hooks_install(
-    target: Annotated[str, typer.Argument(help="Where: claude-code.")] = "claude-code",
+    target: Annotated[str, typer.Argument(help="Where: claude-code or codex.")] = "claude-code",
     project: Annotated[
         Path | None,
         typer.Option(
             "--project",
             file_okay=False,
-            help="Into DIR/.claude/settings.local.json [default: the current folder].",
+            help="Into DIR/.claude/settings.local.json (codex: DIR/.codex/) [default: the current"
+            " folder].",
         ),
     ] = None,
     user: Annotated[
-        bool, typer.Option("--user", help="Into ~/.claude/settings.json (every project).")
+        bool,
+        typer.Option(
+            "--user",
+            help="Into ~/.claude/settings.json (codex: $CODEX_HOME, else ~/.codex): every project.",
+        ),
     ] = False,
     command: Annotated[
         bool,
@@ -64,8 +78,8 @@ def hooks_install(
     from ingest import claude_settings
     from ingest.client import ClientConfigError, read_token, service_url
 
-    if target != "claude-code":
-        fail(f"unknown target {target!r}: only claude-code")
+    if target not in TARGETS:
+        fail(f"unknown target {target!r}: {' or '.join(TARGETS)}")
     if project is not None and user:
         fail("choose --project DIR or --user, not both")
     settings = settings_for(port=port, url=url, token_file=token_file)
@@ -74,6 +88,9 @@ def hooks_install(
         env["PPS_TOKEN_FILE"] = str(settings.token_file.expanduser().resolve())
     if os.environ.get("PPS_CLIENT_DIR"):
         env["PPS_CLIENT_DIR"] = str(settings.client_dir.expanduser().resolve())
+    if target == "codex":
+        _install_codex(env, settings.hook_budget_s, project, user)
+        return
     path = claude_settings.settings_path(project=project, user=user)
     refused = None if command else claude_settings.http_refused(service_url(settings))
     if refused is not None:
@@ -93,6 +110,11 @@ def hooks_install(
         changes = claude_settings.install(path, wanted)
     except claude_settings.SettingsError as exc:
         fail(str(exc))
+    _installed(path, changes, env, "Claude Code")
+
+
+def _installed(path: Path, changes, env: dict[str, str], host: str) -> None:
+    """Say what install changed, and warn about a token the hooks will not find."""
     typer.echo(
         f"{path}: added {', '.join(changes.added) or 'none'};"
         f" updated {', '.join(changes.updated) or 'none'}"
@@ -100,29 +122,67 @@ def hooks_install(
     if "PPS_TOKEN_FILE" not in env:
         typer.echo(
             "warning: no token file given; the hooks will need PPS_TOKEN_FILE (or PPS_TOKEN)"
-            " in Claude Code's environment. Pass --token-file to name one.",
+            f" in {host}'s environment. Pass --token-file to name one.",
             err=True,
         )
     elif not os.access(env["PPS_TOKEN_FILE"], os.R_OK):
         typer.echo(f"warning: cannot read {env['PPS_TOKEN_FILE']} yet", err=True)
 
 
+def _install_codex(env: dict[str, str], budget_s: float, project: Path | None, user: bool):
+    """Codex: command hooks in hooks.json, the feature flag and our MCP server in
+    config.toml (its bearer token from PPS_TOKEN in Codex's environment)."""
+    from ingest import claude_settings, codex_settings
+
+    path = codex_settings.settings_path(project=project, user=user)
+    config = codex_settings.config_path(project=project, user=user)
+    try:
+        changes = codex_settings.install(path, codex_settings.command_hooks(env, budget_s))
+        changed = codex_settings.install_config(config, env["PPS_URL"])
+    except claude_settings.SettingsError as exc:
+        fail(str(exc))
+    _installed(path, changes, env, "Codex")
+    typer.echo(f"{config}: set {', '.join(changed) or 'nothing (already set)'}")
+    typer.echo(
+        f"Codex's MCP client sends the token in ${codex_settings.TOKEN_ENV}: export it where"
+        " Codex runs (the hooks read their token file). Codex asks you to trust the new hooks."
+    )
+
+
 @app.command("uninstall")
 def hooks_uninstall(
-    target: Annotated[str, typer.Argument(help="Where: claude-code.")] = "claude-code",
+    target: Annotated[str, typer.Argument(help="Where: claude-code or codex.")] = "claude-code",
     project: Annotated[
         Path | None,
-        typer.Option("--project", file_okay=False, help="From DIR/.claude/settings.local.json."),
+        typer.Option(
+            "--project",
+            file_okay=False,
+            help="From DIR/.claude/settings.local.json (codex: DIR/.codex/).",
+        ),
     ] = None,
-    user: Annotated[bool, typer.Option("--user", help="From ~/.claude/settings.json.")] = False,
+    user: Annotated[
+        bool, typer.Option("--user", help="From ~/.claude/settings.json (codex: ~/.codex).")
+    ] = False,
 ) -> None:
-    """Remove our hooks (only ours) from a Claude Code settings file."""
-    from ingest import claude_settings
+    """Remove our hooks (only ours) from a Claude Code settings file, or from Codex's
+    hooks.json (and our MCP server from its config.toml)."""
+    from ingest import claude_settings, codex_settings
 
-    if target != "claude-code":
-        fail(f"unknown target {target!r}: only claude-code")
+    if target not in TARGETS:
+        fail(f"unknown target {target!r}: {' or '.join(TARGETS)}")
     if project is not None and user:
         fail("choose --project DIR or --user, not both")
+    if target == "codex":
+        path = codex_settings.settings_path(project=project, user=user)
+        config = codex_settings.config_path(project=project, user=user)
+        try:
+            changes = codex_settings.uninstall(path)
+            changed = codex_settings.uninstall_config(config)
+        except claude_settings.SettingsError as exc:
+            fail(str(exc))
+        typer.echo(f"{path}: removed {', '.join(changes.removed) or 'nothing (none were ours)'}")
+        typer.echo(f"{config}: removed {', '.join(changed) or 'nothing'}")
+        return
     path = claude_settings.settings_path(project=project, user=user)
     try:
         changes = claude_settings.uninstall(path)
