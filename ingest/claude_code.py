@@ -542,8 +542,16 @@ def run(
         return json.dumps(output, ensure_ascii=False) if output else None
 
 
+Runner = Callable[[str, bytes, ClientSettings, float], str | None]
+"""(event, stdin, settings, deadline) -> what to print: one host's hook (`run` here,
+Claude Code's; ingest.codex and ingest.letta_code have theirs)."""
+
+
 def main(
-    event: str, settings: ClientSettings, check_http_hook: HttpHookCheck | None = None
+    event: str,
+    settings: ClientSettings,
+    check_http_hook: HttpHookCheck | None = None,
+    runner: Runner | None = None,
 ) -> None:
     """`pps hook <event>`: never blocks or breaks the session. A watchdog ends the process
     at the budget (everything taken on is in the spool by then, or was never acknowledged
@@ -556,7 +564,11 @@ def main(
     watchdog.start()
     deadline = started + budget * 0.9
     try:
-        output = run(event, read_stdin(deadline), settings, deadline, check_http_hook)
+        stdin = read_stdin(deadline)
+        if runner is None:
+            output = run(event, stdin, settings, deadline, check_http_hook)
+        else:
+            output = runner(event, stdin, settings, deadline)
     except Exception as exc:
         log(settings, event, f"{type(exc).__name__}: {exc}")
         return
