@@ -39,7 +39,8 @@ def install(env: dict, *args: str):
 def ours(settings: dict) -> dict[str, list[dict]]:
     found: dict[str, list[dict]] = {}
     for event, groups in settings.get("hooks", {}).items():
-        mine = [h for g in groups for h in g["hooks"] if "--host letta-code" in h.get("command", "")]
+        hooks = [h for g in groups for h in g["hooks"]]
+        mine = [h for h in hooks if "--host letta-code" in h.get("command", "")]
         if mine:
             found[event] = mine
     return found
