@@ -18,7 +18,7 @@ What each hook does (all of them within PPS_HOOK_BUDGET_S, exit 0, whatever happ
 - SessionStart: records a `session_start` event; prints recall("startup").
 - UserPromptSubmit: captures the prompt; prints recall(prompt), which never returns the
   prompt itself (it names the prompt's event as the one it is answering).
-Both recalls say where they are (channel `terminal`, the session), so this session's turns
+Both recalls say where they are (channel `terminal:claude`, the session), so this session's turns
 are not "news from other channels", and ask for at most PPS_HOOK_MAX_CHARS characters.
 The `session_start`, `pre_compact` and `session_end` events are markers: stored, never
 recalled as turns (engine.capture.markers).
@@ -59,7 +59,7 @@ from engine.kernel.requests import is_blank
 from ingest import events as ev
 from ingest.client import Client, client_dir
 
-CHANNEL = "terminal"
+CHANNEL = "terminal:claude"
 SOURCE = "claude-code"
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
 SESSION_MAX = 256
