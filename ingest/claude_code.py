@@ -18,7 +18,7 @@ What each hook does (all of them within PPS_HOOK_BUDGET_S, exit 0, whatever happ
 - SessionStart: records a `session_start` event; prints recall("startup").
 - UserPromptSubmit: captures the prompt; prints recall(prompt), which never returns the
   prompt itself (it names the prompt's event as the one it is answering).
-Both recalls say where they are (channel `terminal`, the session), so this session's turns
+Both recalls say where they are (channel `terminal:claude`, the session), so this session's turns
 are not "news from other channels", and ask for at most PPS_HOOK_MAX_CHARS characters.
 The `session_start`, `pre_compact` and `session_end` events are markers: stored, never
 recalled as turns (engine.capture.markers).
@@ -59,7 +59,7 @@ from engine.kernel.requests import is_blank
 from ingest import events as ev
 from ingest.client import Client, client_dir
 
-CHANNEL = "terminal"
+CHANNEL = "terminal:claude"
 SOURCE = "claude-code"
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
 SESSION_MAX = 256
@@ -542,8 +542,16 @@ def run(
         return json.dumps(output, ensure_ascii=False) if output else None
 
 
+Runner = Callable[[str, bytes, ClientSettings, float], str | None]
+"""(event, stdin, settings, deadline) -> what to print: one host's hook (`run` here,
+Claude Code's; ingest.codex and ingest.letta_code have theirs)."""
+
+
 def main(
-    event: str, settings: ClientSettings, check_http_hook: HttpHookCheck | None = None
+    event: str,
+    settings: ClientSettings,
+    check_http_hook: HttpHookCheck | None = None,
+    runner: Runner | None = None,
 ) -> None:
     """`pps hook <event>`: never blocks or breaks the session. A watchdog ends the process
     at the budget (everything taken on is in the spool by then, or was never acknowledged
@@ -556,7 +564,11 @@ def main(
     watchdog.start()
     deadline = started + budget * 0.9
     try:
-        output = run(event, read_stdin(deadline), settings, deadline, check_http_hook)
+        stdin = read_stdin(deadline)
+        if runner is None:
+            output = run(event, stdin, settings, deadline, check_http_hook)
+        else:
+            output = runner(event, stdin, settings, deadline)
     except Exception as exc:
         log(settings, event, f"{type(exc).__name__}: {exc}")
         return

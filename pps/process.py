@@ -65,7 +65,7 @@ class ServerProcess:
         )
         return done.stdout
 
-    def start(self, timeout: float = 30, *, loaded: bool = True) -> ServerProcess:
+    def start(self, timeout: float = 120, *, loaded: bool = True) -> ServerProcess:
         """Start it; return once /health answers and, with `loaded`, no longer says
         `starting` (its models and graph have loaded, or failed to and said why)."""
         command = [sys.executable, "-m", "pps.cli", "serve"]

@@ -84,7 +84,7 @@ def test_user_prompt_submit_captures_the_prompt_and_injects_its_recall(session):
     prompt = "Why don't you go pull on that comfy robe of yours?"
     done = hook("UserPromptSubmit", transcript, env, prompt=prompt)
     [turn] = all_events(api)
-    assert (turn["role"], turn["content"], turn["channel"]) == ("user", prompt, "terminal")
+    assert (turn["role"], turn["content"], turn["channel"]) == ("user", prompt, "terminal:claude")
     assert turn["session_id"] == transcript.session
     expected = recall_context(api, prompt)
     assert_recall_block(injected(done), expected)
@@ -294,7 +294,7 @@ def test_a_prompt_never_comes_back_as_its_own_past_turn(session):
     api.post(
         "/v1/events",
         json={
-            "channel": "terminal",
+            "channel": "terminal:claude",
             "role": "user",
             "content": "the greenhouse heater broke again last winter",
             "created_at": "2026-01-04T12:00:00Z",
@@ -305,7 +305,7 @@ def test_a_prompt_never_comes_back_as_its_own_past_turn(session):
         "/v1/events",
         json={
             "event_uid": user_turn_uid(transcript.session, prompt, 0),
-            "channel": "terminal",
+            "channel": "terminal:claude",
             "role": "user",
             "content": prompt,
             "session_id": transcript.session,
@@ -342,7 +342,7 @@ def test_a_prompt_never_brings_back_its_own_sessions_turns(session):
     api.post(
         "/v1/events",
         json={
-            "channel": "terminal",
+            "channel": "terminal:claude",
             "role": "user",
             "session_id": "an-earlier-session",
             "content": "the sourdough starter smelled of acetone last week",
@@ -435,8 +435,8 @@ def test_session_start_injects_at_most_the_cap_most_important_first(session, tmp
     api, env, transcript = session
     api.post("/v1/crystals", json={"content": "Crystal: steady, curious, at home."})
     api.post("/v1/spaces", json={"name": "workshop", "description": "Sawdust and lamplight."})
-    api.post("/v1/spaces/workshop/enter", json={"channel": "terminal"})
-    first = api.post("/v1/events", json={"channel": "terminal", "content": "the very first turn"})
+    api.post("/v1/spaces/workshop/enter", json={"channel": "terminal:claude"})
+    first = api.post("/v1/events", json={"channel": "terminal:claude", "content": "the very first turn"})
     api.post(
         "/v1/summaries",
         json={

@@ -57,7 +57,7 @@ def test_a_prompt_is_captured_and_its_recall_answered_in_claude_codes_shape(clie
     assert context.startswith("# Memory (ambient recall") and "The comfy robe" in context
     assert prompt not in context  # never the prompt it answers
     [turn] = all_events(client)
-    assert (turn["role"], turn["content"], turn["channel"]) == ("user", prompt, "terminal")
+    assert (turn["role"], turn["content"], turn["channel"]) == ("user", prompt, "terminal:claude")
     assert turn["session_id"] == transcript.session
     assert turn["event_uid"] == user_turn_uid(transcript.session, prompt, 0)
     assert turn["metadata"]["cwd"] == transcript.cwd

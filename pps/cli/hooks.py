@@ -11,10 +11,11 @@ import typer
 
 from pps.cli.options import ClientToken, Port, Url, fail, settings_for
 
-TARGETS = ("claude-code", "codex")
+TARGETS = ("claude-code", "letta-code", "codex")
 
 app = typer.Typer(
-    help="Put the agent hosts' hooks (Claude Code, Codex) in their settings, or take them out.",
+    help="Put the agent hosts' hooks (Claude Code, Letta Code, Codex) in their settings, or"
+    " take them out.",
     no_args_is_help=True,
 )
 
@@ -24,12 +25,13 @@ def hook(
         str, typer.Argument(help="SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd.")
     ],
     host: Annotated[
-        str, typer.Option("--host", help="The agent host running it: claude-code or codex.")
+        str,
+        typer.Option("--host", help="The agent host running it: claude-code, letta-code, codex."),
     ] = "claude-code",
 ) -> None:
     """Run an agent host's hook: its JSON on stdin, context to inject on stdout. Always
     exits 0 within PPS_HOOK_BUDGET_S; problems go to hooks.log in PPS_CLIENT_DIR."""
-    from ingest import claude_code, claude_settings, codex
+    from ingest import claude_code, claude_settings, codex, letta_code
 
     try:
         settings = settings_for()
@@ -37,6 +39,8 @@ def hook(
         return
     if host == "codex":
         codex.main(event, settings)
+    elif host == "letta-code":
+        claude_code.main(event, settings, runner=letta_code.run)
     else:
         claude_code.main(event, settings, claude_settings.refused_http_hook)
 
@@ -68,6 +72,14 @@ def hooks_install(
             " http hook served by the running service.",
         ),
     ] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="letta-code: the Letta agent (id or name) these hooks serve [default: the"
+            " first one they see].",
+        ),
+    ] = None,
     token_file: ClientToken = None,
     url: Url = None,
     port: Port = None,
@@ -90,6 +102,9 @@ def hooks_install(
         env["PPS_CLIENT_DIR"] = str(settings.client_dir.expanduser().resolve())
     if target == "codex":
         _install_codex(env, settings.hook_budget_s, project, user)
+        return
+    if target == "letta-code":
+        _install_letta(env, settings.hook_budget_s, project, user, agent)
         return
     path = claude_settings.settings_path(project=project, user=user)
     refused = None if command else claude_settings.http_refused(service_url(settings))
@@ -149,6 +164,22 @@ def _install_codex(env: dict[str, str], budget_s: float, project: Path | None, u
     )
 
 
+def _install_letta(
+    env: dict[str, str], budget_s: float, project: Path | None, user: bool, agent: str | None
+) -> None:
+    """Letta Code: command hooks in its settings file (it has no http hook)."""
+    from ingest import claude_settings, letta_settings
+
+    path = letta_settings.settings_path(project=project, user=user)
+    try:
+        changes = claude_settings.install(path, letta_settings.command_hooks(env, budget_s, agent))
+    except claude_settings.SettingsError as exc:
+        fail(str(exc))
+    _installed(path, changes, env, "Letta Code")
+    serves = f"the agent {agent}" if agent else "the first Letta agent they see"
+    typer.echo(f"The hooks serve {serves}; another agent's conversations are not captured.")
+
+
 @app.command("uninstall")
 def hooks_uninstall(
     target: Annotated[str, typer.Argument(help="Where: claude-code or codex.")] = "claude-code",
@@ -166,12 +197,20 @@ def hooks_uninstall(
 ) -> None:
     """Remove our hooks (only ours) from a Claude Code settings file, or from Codex's
     hooks.json (and our MCP server from its config.toml)."""
-    from ingest import claude_settings, codex_settings
+    from ingest import claude_settings, codex_settings, letta_settings
 
     if target not in TARGETS:
         fail(f"unknown target {target!r}: {' or '.join(TARGETS)}")
     if project is not None and user:
         fail("choose --project DIR or --user, not both")
+    if target == "letta-code":
+        path = letta_settings.settings_path(project=project, user=user)
+        try:
+            changes = claude_settings.uninstall(path)
+        except claude_settings.SettingsError as exc:
+            fail(str(exc))
+        typer.echo(f"{path}: removed {', '.join(changes.removed) or 'nothing (none were ours)'}")
+        return
     if target == "codex":
         path = codex_settings.settings_path(project=project, user=user)
         config = codex_settings.config_path(project=project, user=user)

@@ -1,0 +1,267 @@
+"""Letta Code: the hooks (`pps hook <event> --host letta-code`).
+
+The formats, from Letta Code's own source (the `letta` 0.34 package, `src/hooks/`): every
+command hook gets one JSON object on stdin with `event_type` and `working_directory`;
+SessionStart adds `is_new_session`, `agent_id`, `agent_name` and `conversation_id`;
+UserPromptSubmit `prompt`, `is_command`, `agent_id` and `conversation_id`; Stop
+`stop_reason`, `assistant_message` and `user_message` (no agent and no conversation);
+PreCompact `context_length`, `agent_id` and `conversation_id`; SessionEnd `duration_ms`,
+`agent_id` and `conversation_id`. What SessionStart and UserPromptSubmit print on stdout
+(exit 0) is given to the agent as it is, in a system reminder: we print the recalled
+memory text, not JSON. Letta Code has no line for the user: a refused token or a hook
+fired for another agent is said as the first line of what is injected, in hooks.log, and
+by `pps hooks status`.
+
+One agent, one entity: the hooks serve the agent named at install (`--agent ID_OR_NAME`,
+written into each command as PPS_LETTA_AGENT), else the first agent they see, which they
+remember (`agent.json` in the client dir, per token). A hook fired for any other agent
+captures nothing and recalls nothing, so two Letta agents never write into one entity by
+accident; install the hooks with another token (`--project DIR`) for the other agent.
+
+What each hook does, through ingest.claude_code's pieces (the spool-first client, the
+per-session state, the recall request), in channel `terminal:letta`, the session being
+the Letta conversation (the agent id when there is none):
+- SessionStart: a `session_start` marker; prints recall("startup").
+- UserPromptSubmit: captures the prompt (without its `<private>` text; not a /command);
+  prints recall(prompt), which names the prompt's event as the one it answers.
+- Stop: captures `assistant_message`, the answer, in the conversation the last prompt of
+  this working directory named (Stop's payload names none).
+- PreCompact, SessionEnd: a marker that closes the episode window.
+
+Uids: the prompt is `lc:<conversation>:u:<hash>:<n>`, the answer
+`lc:<conversation>:a:<hash>:<n>` (the n-th time the same text is seen in it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.kernel import private
+from engine.kernel.config import ClientSettings
+from engine.kernel.errors import InputError
+from engine.kernel.files import ensure_private_dir
+from engine.kernel.requests import is_blank
+from ingest import claude_code as cc
+from ingest import events as ev
+from ingest.client import Client, client_dir
+
+HOST = "letta-code"
+CHANNEL = "terminal:letta"
+SOURCE = "letta-code"
+AGENT_ENV = "PPS_LETTA_AGENT"
+"""The agent (id or name) the installed hooks serve."""
+EVENTS = cc.EVENTS
+TEXT_FIELDS = (
+    "working_directory",
+    "prompt",
+    "agent_id",
+    "agent_name",
+    "conversation_id",
+    "assistant_message",
+    "user_message",
+    "stop_reason",
+)
+"""Letta Code's payload fields we read: text when present (null allowed)."""
+
+
+def check_payload(payload: Any, event: str | None = None) -> str:
+    """The event a Letta Code hook payload is for: `event`, else its `event_type`.
+    Raises InputError naming the field that makes it no Letta Code hook payload."""
+    if not isinstance(payload, dict):
+        raise InputError.of("body", "a Letta Code hook sends a JSON object")
+    for name in TEXT_FIELDS:
+        value = payload.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InputError.of(name, f"{type(value).__name__}; expected text")
+    named = payload.get("event_type") if event is None else cc.canonical(event)
+    if named not in EVENTS:
+        raise InputError.of("event_type", f"{named!r} is none of {', '.join(EVENTS)}")
+    for name in ("agent_id", "conversation_id"):
+        value = payload.get(name)
+        if isinstance(value, str) and len(value) > cc.SESSION_MAX:
+            raise InputError.of(name, f"{len(value)} characters; at most {cc.SESSION_MAX}")
+    return named
+
+
+def _text(payload: dict[str, Any], name: str) -> str | None:
+    value = payload.get(name)
+    return value if isinstance(value, str) and not is_blank(value) else None
+
+
+def claude_shaped(payload: dict[str, Any], remembered: dict[str, str]) -> dict[str, Any]:
+    """The payload as ingest.claude_code's pieces read one: `session_id` the conversation
+    (else the agent; for Stop, the conversation `remembered` for its working directory),
+    `cwd` the working directory, and Letta's own fields kept."""
+    session = (
+        _text(payload, "conversation_id")
+        or _text(payload, "agent_id")
+        or remembered.get("conversation")
+        or "unknown-session"
+    )
+    shaped = {**payload, "session_id": session}
+    cwd = _text(payload, "working_directory")
+    if cwd is not None:
+        shaped["cwd"] = cwd
+    return shaped
+
+
+def ours(event: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """An event built by ingest.claude_code, in Letta's channel, with the agent."""
+    event["channel"] = CHANNEL
+    metadata = {**event.get("metadata", {}), "source": SOURCE}
+    for name in ("agent_id", "agent_name", "conversation_id"):
+        if _text(payload, name):
+            metadata[name] = payload[name]
+    event["metadata"] = metadata
+    return event
+
+
+def turn_uid(session: str, role: str, text: str, occurrence: int) -> str:
+    digest = hashlib.sha256(text.strip().encode()).hexdigest()[:16]
+    return ev.uid("lc", session, role[0], digest, occurrence)
+
+
+# --- one agent, one entity -----------------------------------------------------------------
+
+
+def other_agent(payload: dict[str, Any], state: Path) -> str | None:
+    """Why this hook must not capture (the agent it fired for is not the one these hooks
+    serve), or None. With no agent named at install, the first one seen is remembered."""
+    agent_id, name = _text(payload, "agent_id"), _text(payload, "agent_name")
+    if agent_id is None:
+        return None  # Stop names no agent: its conversation was checked at the prompt
+    wanted = os.environ.get(AGENT_ENV) or None
+    if wanted is None:
+        path = state / "agent.json"
+        try:
+            wanted = json.loads(path.read_text())["agent_id"]
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            ensure_private_dir(state)
+            temporary = path.with_suffix(".tmp")
+            temporary.write_text(json.dumps({"agent_id": agent_id, "agent_name": name}))
+            temporary.chmod(0o600)
+            os.replace(temporary, path)
+            return None
+    if wanted in (agent_id, name):
+        return None
+    return (
+        f"pps: these hooks serve the Letta agent {wanted}, not {name or agent_id}: nothing"
+        " of this conversation is captured or recalled. Install the hooks for this agent"
+        " with its own token (`pps hooks install letta-code --project DIR --agent"
+        f" {agent_id} --token-file FILE`)."
+    )
+
+
+# --- the hooks -----------------------------------------------------------------------------
+
+
+def _conversation_key(hook: cc.Hook) -> str:
+    return "cwd:" + str(hook.payload.get("cwd") or "")
+
+
+def session_start(hook: cc.Hook) -> str | None:
+    event = cc.start_marker(hook.payload)
+    event["event_uid"] = ev.uid("lc", hook.session, "start", event["event_uid"].split(":")[-1])
+    event["content"] = f"Letta Code session started ({hook.payload.get('agent_name') or 'agent'})"
+    hook.client.spool.append([ours(event, hook.payload)])
+    return cc._recall_while_flushing(hook, _request(hook, "startup"))
+
+
+def user_prompt_submit(hook: cc.Hook) -> str | None:
+    prompt = cc.prompt_text(hook.payload)
+    if prompt is None or hook.payload.get("is_command") is True:
+        cc._flush(hook)
+        return None
+    with hook.sessions.edit(_conversation_key(hook)) as remembered:
+        remembered.transcript = hook.session  # the conversation Stop's answer belongs to
+    parts = _turn(hook, "user", prompt)
+    return cc._recall_while_flushing(hook, _request(hook, prompt, answering=cc.answering(parts)))
+
+
+def stop(hook: cc.Hook) -> None:
+    answer = hook.payload.get("assistant_message")
+    answer = private.strip(answer) if isinstance(answer, str) else ""
+    if answer.strip():
+        _turn(hook, "assistant", answer)
+    cc._flush(hook)
+
+
+def _turn(hook: cc.Hook, role: str, text: str) -> list[dict[str, Any]]:
+    with hook.sessions.edit(hook.session) as state:
+        occurrence = cc.Occurrences(state.prompts).next(hook.session, f"{role}:{text}")
+        uid = turn_uid(hook.session, role, text, occurrence)
+        event = ours(cc.marker(hook.payload, hook.event, "message", uid, text), hook.payload)
+        event["role"] = role
+        parts = ev.split(event, hook.settings.max_content_bytes)
+        hook.client.spool.append(parts)
+    return parts
+
+
+def _close_window(hook: cc.Hook, event_type: str, tag: str, text: str) -> None:
+    uid = ev.uid("lc", hook.session, tag, time.time_ns() // 1_000_000)
+    event = cc.marker(hook.payload, hook.event, event_type, uid, text, closes_window=True)
+    hook.client.spool.append([ours(event, hook.payload)])
+    cc._flush(hook)
+
+
+def pre_compact(hook: cc.Hook) -> None:
+    _close_window(hook, "pre_compact", "compact", "Context compaction")
+
+
+def session_end(hook: cc.Hook) -> None:
+    _close_window(hook, "session_end", "end", "Letta Code session ended")
+
+
+def _request(hook: cc.Hook, context: str, **fields: Any) -> dict[str, Any]:
+    request = cc.recall_request(hook.payload, context, hook.settings.hook_max_chars, **fields)
+    return {**request, "channel": CHANNEL}
+
+
+HANDLERS = {
+    "SessionStart": session_start,
+    "UserPromptSubmit": user_prompt_submit,
+    "Stop": stop,
+    "PreCompact": pre_compact,
+    "SessionEnd": session_end,
+}
+
+
+def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> str | None:
+    """Run one Letta Code hook; return what to print (None: nothing): the memory text to
+    inject, led by a line when the service refused the token or the agent is another's.
+    Raises on any failure: the caller logs it and still exits 0."""
+    if cc.canonical(event) is None:
+        raise ValueError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
+    payload = json.loads(stdin)
+    try:
+        name = check_payload(payload, event)
+    except ValueError as exc:
+        raise ValueError(f"the hook input is not a Letta Code hook's JSON ({exc})") from None
+    with Client.from_settings(settings) as client:
+        state = client_dir(settings) / f"letta-code-{client.identity}"
+        sessions = cc.Sessions(state)
+        refused = other_agent(payload, state)
+        if refused is not None:
+            cc.log(settings, f"letta-code {name}", refused)
+            return refused if name in ("SessionStart", "UserPromptSubmit") else None
+        cwd = str(payload.get("working_directory") or "")
+        with sessions.edit("cwd:" + cwd) as remembered:
+            known = {"conversation": remembered.transcript} if remembered.transcript else {}
+        hook = cc.Hook(name, claude_shaped(payload, known), settings, client, sessions, deadline)
+        try:
+            context = HANDLERS[name](hook)
+        finally:
+            if hook.problems:
+                cc.log(settings, f"letta-code {name}", "; ".join(hook.problems))
+        lines = []
+        if client.refused is not None:
+            source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
+            lines.append(cc.token_refused(client.refused, source, client.spool.pending()))
+        if context:
+            lines.append(context)
+        return "\n\n".join(lines) or None
