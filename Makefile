@@ -14,13 +14,19 @@ run: $(VENV)/.installed
 # first build downloads Neo4j community, ~130 MB, from Maven Central into ~/.m2, outside
 # any test's timeout); tests/neo4j_server.py builds it too where it is missing or stale.
 NEO4J_LAUNCHER := $(if $(shell command -v mvn),tests/neo4j/target/.built)
+# The agent hosts' own CLIs the host tests run (tests/hosts: Codex), pinned, where npm is.
+HOST_CLIS := $(if $(shell command -v npm),tests/hosts/node_modules/.installed)
 
-test: $(VENV)/.installed-dev $(NEO4J_LAUNCHER)
+test: $(VENV)/.installed-dev $(NEO4J_LAUNCHER) $(HOST_CLIS)
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
 tests/neo4j/target/.built: tests/neo4j/pom.xml $(wildcard tests/neo4j/src/main/java/pps/neo4j/*.java)
 	cd tests/neo4j && mvn -q -B package
+	touch $@
+
+tests/hosts/node_modules/.installed: tests/hosts/package.json tests/hosts/package-lock.json
+	npm ci --prefix tests/hosts --no-audit --no-fund
 	touch $@
 
 # A local Neo4j 5.26 community without Docker, for GRAPH_BACKEND=neo4j (docs/settings.md,

@@ -521,7 +521,7 @@ def run(
         name = check_payload(payload, event)
     except ValueError as exc:
         raise ValueError(f"the hook input is not a Claude Code hook's JSON ({exc})") from None
-    with Client.from_settings(settings) as client:
+    with Client.from_settings(settings, label=SOURCE) as client:
         sessions = Sessions(client_dir(settings) / f"claude-code-{client.identity}")
         hook = Hook(name, payload, settings, client, sessions, deadline)
         try:

@@ -27,9 +27,6 @@ hook Codex runs twice for one turn stores it once.
 from __future__ import annotations
 
 import json
-import os
-import sys
-import threading
 import time
 from typing import Any
 
@@ -172,7 +169,7 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
         name = check_payload(payload, event)
     except ValueError as exc:
         raise ValueError(f"the hook input is not a Codex hook's JSON ({exc})") from None
-    with Client.from_settings(settings) as client:
+    with Client.from_settings(settings, label=SOURCE) as client:
         sessions = cc.Sessions(client_dir(settings) / f"codex-{client.identity}")
         hook = cc.Hook(name, payload, settings, client, sessions, deadline)
         try:
@@ -186,21 +183,3 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
             warning = cc.token_refused(client.refused, source, client.spool.pending())
         output = cc.hook_output(name, context, warning)
         return json.dumps(output, ensure_ascii=False) if output else None
-
-
-def main(event: str, settings: ClientSettings) -> None:
-    """`pps hook <event> --host codex`: as ingest.claude_code.main, never blocking or
-    breaking the session (a watchdog ends it at the budget; failures go to hooks.log)."""
-    budget = settings.hook_budget_s
-    watchdog = threading.Timer(budget, os._exit, args=(0,))
-    watchdog.daemon = True
-    watchdog.start()
-    deadline = time.monotonic() + budget * 0.9
-    try:
-        output = run(event, cc.read_stdin(deadline), settings, deadline)
-    except Exception as exc:
-        cc.log(settings, f"codex {event}", f"{type(exc).__name__}: {exc}")
-        return
-    if output:
-        sys.stdout.write(output + "\n")
-        sys.stdout.flush()

@@ -242,7 +242,7 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
         name = check_payload(payload, event)
     except ValueError as exc:
         raise ValueError(f"the hook input is not a Letta Code hook's JSON ({exc})") from None
-    with Client.from_settings(settings) as client:
+    with Client.from_settings(settings, label=HOST) as client:
         state = client_dir(settings) / f"letta-code-{client.identity}"
         sessions = cc.Sessions(state)
         refused = other_agent(payload, state)

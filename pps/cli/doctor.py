@@ -2,8 +2,8 @@
 
 One line per component, printed as soon as it is checked: the database, the service, the
 graph, the LLM, the embedding model, then what only a server knows: its workers and the
-files of the homes it could not index; last, the Claude Code hooks installed (the user's
-and this folder's settings): whether the service takes the token each one sends. With a
+files of the homes it could not index; last, the hooks installed (Claude Code, Letta Code,
+Codex; the user's and this folder's settings): whether the service takes the token each one sends. With a
 server running on the data dir (it holds the data dir's lock, which names its port), its
 /health is asked once and is the verdict for what the server runs (the graph, the models:
 none is loaded here); the database and the LLM's endpoint are checked here too, and where
@@ -67,7 +67,7 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
             report.line(name, _workers(state) if name == "workers" else state)
     report.line("summaries", _one(_summaries_here(settings, db, served), served, "summaries"))
     report.line("backup", _backup(db, served))
-    for check in _claude_code_hooks():
+    for check in _installed_hooks():
         report.line("hooks", check)
     if report.bad:
         raise typer.Exit(1)
@@ -250,22 +250,21 @@ def _llm(here: dict, described: dict, served: dict | None) -> dict:
     return verdict
 
 
-def _claude_code_hooks() -> list[dict]:
-    """One line per service and token the installed Claude Code hooks send with (the
-    user's settings, then this folder's `.claude/settings.local.json`): whether the
-    service takes it (`refused`: a 401, the hooks inject nothing)."""
-    from ingest import claude_settings
+def _installed_hooks() -> list[dict]:
+    """One line per host, service and token the installed hooks send with (Claude Code,
+    Letta Code, Codex: the user's settings, then this folder's): whether the service
+    takes it (`refused`: a 401, the hooks inject nothing)."""
+    from ingest import hosts
 
     lines = []
-    for path in (claude_settings.settings_path(user=True), claude_settings.settings_path()):
-        try:
-            found = claude_settings.installed(path)
-        except claude_settings.SettingsError as exc:
-            lines.append({"status": "failing", "file": path, "error": str(exc)})
+    for one in hosts.installed():
+        where = {"host": one.host.name, "file": one.path}
+        if one.hooks is None:
+            lines.append({"status": "failing", **where, "error": one.problem})
             continue
-        for hooks in found:
-            where = {"file": path, "events": ",".join(hooks.events), "token": hooks.source}
-            lines.append({**_taken(hooks), **where, "url": hooks.url})
+        hooks = one.hooks
+        where |= {"events": ",".join(hooks.events), "token": hooks.source}
+        lines.append({**_taken(hooks), **where, "url": hooks.url})
     return lines
 
 

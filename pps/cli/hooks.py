@@ -1,17 +1,22 @@
-"""Claude Code hooks: `pps hook EVENT` (what Claude Code runs) and `pps hooks
-install/uninstall` (putting ours in a settings file, or taking them out)."""
+"""The agent hosts' hooks: `pps hook EVENT [--host H]` (what Claude Code, Letta Code and
+Codex run), `pps hooks install/uninstall H` (putting ours in a host's settings, or taking
+them out) and `pps hooks status` (what is installed, and whether it reaches the service)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pps.cli.options import ClientToken, Port, Url, fail, settings_for
 
+if TYPE_CHECKING:
+    from ingest import claude_settings, hosts
+
 TARGETS = ("claude-code", "letta-code", "codex")
+"""The hosts (ingest.hosts.HOSTS), named here without importing their modules."""
 
 app = typer.Typer(
     help="Put the agent hosts' hooks (Claude Code, Letta Code, Codex) in their settings, or"
@@ -38,7 +43,7 @@ def hook(
     except Exception:  # a broken setting must not break the session either
         return
     if host == "codex":
-        codex.main(event, settings)
+        claude_code.main(event, settings, runner=codex.run)
     elif host == "letta-code":
         claude_code.main(event, settings, runner=letta_code.run)
     else:
@@ -47,7 +52,9 @@ def hook(
 
 @app.command("install")
 def hooks_install(
-    target: Annotated[str, typer.Argument(help="Where: claude-code or codex.")] = "claude-code",
+    target: Annotated[
+        str, typer.Argument(help="Where: claude-code, letta-code or codex.")
+    ] = "claude-code",
     project: Annotated[
         Path | None,
         typer.Option(
@@ -182,7 +189,9 @@ def _install_letta(
 
 @app.command("uninstall")
 def hooks_uninstall(
-    target: Annotated[str, typer.Argument(help="Where: claude-code or codex.")] = "claude-code",
+    target: Annotated[
+        str, typer.Argument(help="Where: claude-code, letta-code or codex.")
+    ] = "claude-code",
     project: Annotated[
         Path | None,
         typer.Option(
@@ -228,3 +237,49 @@ def hooks_uninstall(
     except claude_settings.SettingsError as exc:
         fail(str(exc))
     typer.echo(f"{path}: removed {', '.join(changes.removed) or 'nothing (none were ours)'}")
+
+
+@app.command("status")
+def hooks_status(
+    project: Annotated[
+        Path | None,
+        typer.Option("--project", file_okay=False, help="Also DIR's settings [default: here]."),
+    ] = None,
+) -> None:
+    """Every host's hooks installed (the user's settings, then the project's): where,
+    which events, where the token comes from, and whether its last call reached the
+    service (its record of this token's clients)."""
+    from ingest import hosts
+
+    found = hosts.installed(project)
+    if not found:
+        typer.echo("no hooks of ours installed (pps hooks install claude-code|letta-code|codex)")
+    for one in found:
+        typer.echo(f"{one.host.title}: {one.path}")
+        if one.problem is not None or one.hooks is None:
+            typer.echo(f"  cannot read it: {one.problem}")
+            continue
+        hooks = one.hooks
+        typer.echo(f"  events: {', '.join(hooks.events)}")
+        typer.echo(f"  token: {hooks.source}  service: {hooks.url}")
+        typer.echo(f"  last call: {_last_call(one.host, hooks)}")
+
+
+def _last_call(host: hosts.Host, hooks: claude_settings.Installed) -> str:
+    from ingest import hosts
+
+    if hooks.token is None:
+        return f"none can be made: {hooks.problem}"
+    record = hosts.last_calls(hooks.url, hooks.token, timeout=5)
+    if record is None:
+        return f"unknown: the service at {hooks.url} does not answer"
+    if record == 401:
+        return "refused: the service does not take this token (401); install the hooks again"
+    if isinstance(record, int):
+        return f"unknown: the service answered {record}"
+    calls = [record[label] for label in host.labels if label in record]
+    if not calls:
+        return "none yet: the service has no call from these hooks"
+    last = max(calls, key=lambda call: call["last_at"])
+    counts = f"{last['writes']} writes, {last['reads']} reads in all"
+    return f"{last['last_at']}, reached the service (answered {last['last_status']}; {counts})"

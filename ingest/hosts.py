@@ -1,0 +1,78 @@
+"""The agent hosts pps installs hooks into, side by side: Claude Code, Letta Code and
+Codex. Each keeps its hooks in Claude Code's envelope in its own settings files, so one
+reader (ingest.claude_settings.installed) finds ours in all of them; `pps hooks status`
+and `pps doctor` walk this table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ingest import claude_settings, codex_settings, letta_settings
+from ingest.claude_settings import Installed, SettingsError
+from ingest.http import service_client
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    """The install target, and `pps hook --host NAME`."""
+    title: str
+    labels: tuple[str, ...]
+    """How the service's record of calls names this host's calls (X-PPS-Client, or the
+    http hook's route)."""
+    settings_path: Callable[..., Path]
+    """(project=DIR | user=True) -> the file our hooks go into."""
+
+
+HOSTS = (
+    Host(
+        "claude-code",
+        "Claude Code",
+        ("claude-code", "claude-code-http"),
+        claude_settings.settings_path,
+    ),
+    Host("letta-code", "Letta Code", ("letta-code",), letta_settings.settings_path),
+    Host("codex", "Codex", ("codex",), codex_settings.settings_path),
+)
+
+
+@dataclass(frozen=True)
+class Found:
+    """Our hooks of one host in one settings file (`hooks`), or why the file could not
+    be read (`problem`)."""
+
+    host: Host
+    path: Path
+    hooks: Installed | None = None
+    problem: str | None = None
+
+
+def installed(project: Path | None = None) -> list[Found]:
+    """Every host's hooks of ours: the user's settings, then the project's (`project`,
+    else the current folder)."""
+    found = []
+    for host in HOSTS:
+        for path in (host.settings_path(user=True), host.settings_path(project=project)):
+            try:
+                found += [Found(host, path, hooks) for hooks in claude_settings.installed(path)]
+            except SettingsError as exc:
+                found.append(Found(host, path, problem=str(exc)))
+    return found
+
+
+def last_calls(url: str, token: str, timeout: float) -> dict[str, dict[str, Any]] | int | None:
+    """The service's record of this token's clients by name (GET /v1/clients), else the
+    status it answered (401: it does not take the token), None when it does not answer."""
+    try:
+        with service_client(url, token, base_url=url, timeout=timeout) as http:
+            answer = http.get("/v1/clients", params={"recent": 0})
+    except httpx.HTTPError:
+        return None
+    if answer.status_code != 200:
+        return answer.status_code
+    return {client["client"]: client for client in answer.json().get("clients", [])}
