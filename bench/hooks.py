@@ -1,7 +1,9 @@
 """The prompt's hook round trip: what every Claude Code prompt waits for, as an http hook
 served by the running service (`POST /v1/hooks/claude-code`, a new connection each time,
 as Claude Code makes one) and as the command hook (`pps hook UserPromptSubmit`, a new
-process), each storing the prompt and answering its recall. Against a real `pps serve`
+process), each storing the prompt and answering its recall; and the prompt hooks of Letta
+Code and Codex (`pps hook UserPromptSubmit --host letta-code|codex`, commands: neither has
+an http hook), fed each host's own payload. Against a real `pps serve`
 (no graph) with one entity holding `--events` turns; timed idle, then again beside
 `--busy` CPU-bound processes (stopped after the runs). Prints p50 and p95 of each.
 
@@ -17,6 +19,7 @@ if __package__ in (None, ""):  # run by path: bench/ingest.py must not shadow `i
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -25,7 +28,7 @@ import time
 
 import httpx
 
-from bench.client_start import prompt_hook
+from bench.client_start import PPS, prompt_hook
 from pps.process import ServerProcess
 
 SPIN = "while True: pass"
@@ -61,6 +64,47 @@ def http_hook(client: httpx.Client, url: str, token: str, n: int) -> float:
     return elapsed
 
 
+PROMPT = "What did we decide about the greenhouse sensor release?"
+HOST_PAYLOADS: dict[str, dict[str, object]] = {
+    "letta-code": {  # Letta Code's UserPromptSubmit input (src/hooks/index.ts)
+        "event_type": "UserPromptSubmit",
+        "working_directory": "/srv/bench",
+        "prompt": PROMPT,
+        "is_command": False,
+        "agent_id": "agent-0b7c2f4e-bench",
+        "conversation_id": "conv-0b7c2f4e-bench",
+    },
+    "codex": {  # Codex's (its user-prompt-submit command input schema)
+        "session_id": "0b7c2f4e-bench-codex",
+        "transcript_path": None,
+        "cwd": "/srv/bench",
+        "hook_event_name": "UserPromptSubmit",
+        "model": "gpt-5.5",
+        "permission_mode": "default",
+        "turn_id": "turn-bench",
+        "prompt": PROMPT,
+    },
+}
+
+
+def host_hook(host: str, env: dict, n: int) -> float:
+    """Seconds one host's prompt command hook takes from spawn to exit; it must inject."""
+    payload = {**HOST_PAYLOADS[host], "prompt": f"{PROMPT} ({n})"}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*PPS, "hook", "UserPromptSubmit", "--host", host],
+        env=env,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    elapsed = time.perf_counter() - started
+    if "Memory" not in done.stdout:
+        raise RuntimeError(f"the {host} hook injected nothing: {done.stderr[:500]}")
+    return elapsed
+
+
 def percentiles(seconds: list[float]) -> str:
     ordered = sorted(seconds)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
@@ -71,10 +115,13 @@ def measure(label: str, url: str, token: str, env: dict, home: Path, runs: int) 
     with new_connections() as client:
         http = [http_hook(client, url, token, n) for n in range(runs)]
     command = [prompt_hook(env, home)[0] for _ in range(runs)]
+    hosts = {host: [host_hook(host, env, n) for n in range(runs)] for host in HOST_PAYLOADS}
     load = os.getloadavg()[0]
     print(f"{label} (load average {load:.1f}, {runs} runs each)")
-    print(f"  http hook     {percentiles(http)}")
-    print(f"  command hook  {percentiles(command)}")
+    print(f"  claude-code http hook     {percentiles(http)}")
+    print(f"  claude-code command hook  {percentiles(command)}")
+    for host, seconds in hosts.items():
+        print(f"  {host + ' command hook':25} {percentiles(seconds)}")
 
 
 def main() -> None:
