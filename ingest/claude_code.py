@@ -46,7 +46,7 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -504,6 +504,39 @@ installed http hook whose token the service refuses, or None (ingest.claude_sett
 reads the settings files; `pps hook` hands it in)."""
 
 
+def read_payload(
+    event: str, stdin: bytes, check: Callable[[Any, str], str], what: str
+) -> tuple[str, dict[str, Any]]:
+    """The event a hook's stdin is for, and its payload, read by a host's `check`
+    (`check_payload` here). Raises ValueError naming what is wrong."""
+    if canonical(event) is None:
+        raise ValueError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
+    payload = json.loads(stdin)
+    try:
+        return check(payload, event), payload
+    except ValueError as exc:
+        raise ValueError(f"the hook input is not {what} JSON ({exc})") from None
+
+
+def handle(
+    hook: Hook, handlers: Mapping[str, Callable[[Hook], str | None]], tag: str
+) -> str | None:
+    """Run the hook's handler; what it could not do goes to hooks.log under `tag`."""
+    try:
+        return handlers[hook.event](hook)
+    finally:
+        if hook.problems:
+            log(hook.settings, tag, "; ".join(hook.problems))
+
+
+def refused_warning(client: Client, settings: ClientSettings) -> str | None:
+    """The line to show when the service refused the hook's token, else None."""
+    if client.refused is None:
+        return None
+    source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
+    return token_refused(client.refused, source, client.spool.pending())
+
+
 def run(
     event: str,
     stdin: bytes,
@@ -514,26 +547,13 @@ def run(
     """Run one hook; return what to print (None: nothing). SessionStart also asks
     `check_http_hook`, unless its own token was refused. Raises on any failure: the
     caller logs it and still exits 0."""
-    if canonical(event) is None:
-        raise ValueError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
-    payload = json.loads(stdin)
-    try:
-        name = check_payload(payload, event)
-    except ValueError as exc:
-        raise ValueError(f"the hook input is not a Claude Code hook's JSON ({exc})") from None
+    name, payload = read_payload(event, stdin, check_payload, "a Claude Code hook's")
     with Client.from_settings(settings, label=SOURCE) as client:
         sessions = Sessions(client_dir(settings) / f"claude-code-{client.identity}")
         hook = Hook(name, payload, settings, client, sessions, deadline)
-        try:
-            context = HANDLERS[name](hook)
-        finally:
-            if hook.problems:
-                log(settings, name, "; ".join(hook.problems))
-        warning = None
-        if client.refused is not None:
-            source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
-            warning = token_refused(client.refused, source, client.spool.pending())
-        elif name == "SessionStart" and check_http_hook is not None:
+        context = handle(hook, HANDLERS, name)
+        warning = refused_warning(client, settings)
+        if warning is None and name == "SessionStart" and check_http_hook is not None:
             try:
                 warning = check_http_hook(payload, client.identity, deadline)
             except Exception as exc:  # the context to add still goes out

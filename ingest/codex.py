@@ -162,24 +162,11 @@ HANDLERS = {
 def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> str | None:
     """Run one Codex hook; return what to print (None: nothing). Raises on any failure:
     the caller logs it and still exits 0."""
-    if cc.canonical(event) is None:
-        raise ValueError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
-    payload = json.loads(stdin)
-    try:
-        name = check_payload(payload, event)
-    except ValueError as exc:
-        raise ValueError(f"the hook input is not a Codex hook's JSON ({exc})") from None
+    name, payload = cc.read_payload(event, stdin, check_payload, "a Codex hook's")
     with Client.from_settings(settings, label=SOURCE) as client:
         sessions = cc.Sessions(client_dir(settings) / f"codex-{client.identity}")
         hook = cc.Hook(name, payload, settings, client, sessions, deadline)
-        try:
-            context = HANDLERS[name](hook)
-        finally:
-            if hook.problems:
-                cc.log(settings, f"codex {name}", "; ".join(hook.problems))
-        warning = None
-        if client.refused is not None:
-            source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
-            warning = cc.token_refused(client.refused, source, client.spool.pending())
+        context = cc.handle(hook, HANDLERS, f"codex {name}")
+        warning = cc.refused_warning(client, settings)
         output = cc.hook_output(name, context, warning)
         return json.dumps(output, ensure_ascii=False) if output else None

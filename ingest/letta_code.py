@@ -97,8 +97,11 @@ def claude_shaped(payload: dict[str, Any], remembered: dict[str, str]) -> dict[s
     """The payload as ingest.claude_code's pieces read one: `session_id` the conversation
     (else the agent; for Stop, the conversation `remembered` for its working directory),
     `cwd` the working directory, and Letta's own fields kept."""
+    conversation = _text(payload, "conversation_id")
+    if conversation == "default":  # each agent's own default conversation
+        conversation = f"{_text(payload, 'agent_id') or 'agent'}:default"
     session = (
-        _text(payload, "conversation_id")
+        conversation
         or _text(payload, "agent_id")
         or remembered.get("conversation")
         or "unknown-session"
@@ -235,13 +238,7 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
     """Run one Letta Code hook; return what to print (None: nothing): the memory text to
     inject, led by a line when the service refused the token or the agent is another's.
     Raises on any failure: the caller logs it and still exits 0."""
-    if cc.canonical(event) is None:
-        raise ValueError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
-    payload = json.loads(stdin)
-    try:
-        name = check_payload(payload, event)
-    except ValueError as exc:
-        raise ValueError(f"the hook input is not a Letta Code hook's JSON ({exc})") from None
+    name, payload = cc.read_payload(event, stdin, check_payload, "a Letta Code hook's")
     with Client.from_settings(settings, label=HOST) as client:
         state = client_dir(settings) / f"letta-code-{client.identity}"
         sessions = cc.Sessions(state)
@@ -253,15 +250,6 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
         with sessions.edit("cwd:" + cwd) as remembered:
             known = {"conversation": remembered.transcript} if remembered.transcript else {}
         hook = cc.Hook(name, claude_shaped(payload, known), settings, client, sessions, deadline)
-        try:
-            context = HANDLERS[name](hook)
-        finally:
-            if hook.problems:
-                cc.log(settings, f"letta-code {name}", "; ".join(hook.problems))
-        lines = []
-        if client.refused is not None:
-            source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
-            lines.append(cc.token_refused(client.refused, source, client.spool.pending()))
-        if context:
-            lines.append(context)
+        context = cc.handle(hook, HANDLERS, f"letta-code {name}")
+        lines = [line for line in (cc.refused_warning(client, settings), context) if line]
         return "\n\n".join(lines) or None
