@@ -436,7 +436,9 @@ def test_session_start_injects_at_most_the_cap_most_important_first(session, tmp
     api.post("/v1/crystals", json={"content": "Crystal: steady, curious, at home."})
     api.post("/v1/spaces", json={"name": "workshop", "description": "Sawdust and lamplight."})
     api.post("/v1/spaces/workshop/enter", json={"channel": "terminal:claude"})
-    first = api.post("/v1/events", json={"channel": "terminal:claude", "content": "the very first turn"})
+    first = api.post(
+        "/v1/events", json={"channel": "terminal:claude", "content": "the very first turn"}
+    )
     api.post(
         "/v1/summaries",
         json={

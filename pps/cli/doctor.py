@@ -3,12 +3,13 @@
 One line per component, printed as soon as it is checked: the database, the service, the
 graph, the LLM, the embedding model, then what only a server knows: its workers and the
 files of the homes it could not index; last, the hooks installed (Claude Code, Letta Code,
-Codex; the user's and this folder's settings): whether the service takes the token each one sends. With a
-server running on the data dir (it holds the data dir's lock, which names its port), its
-/health is asked once and is the verdict for what the server runs (the graph, the models:
-none is loaded here); the database and the LLM's endpoint are checked here too, and where
-the two differ the line gives the worse with both reasons. Without one, everything is
-checked here (the embedded FalkorDB started and stopped under the lock, the models loaded).
+Codex; the user's and this folder's settings): whether the service takes the token each
+one sends. With a server running on the data dir (it holds the data dir's lock, which
+names its port), its /health is asked once and is the verdict for what the server runs
+(the graph, the models: none is loaded here); the database and the LLM's endpoint are
+checked here too, and where the two differ the line gives the worse with both reasons.
+Without one, everything is checked here (the embedded FalkorDB started and stopped under
+the lock, the models loaded).
 """
 
 from __future__ import annotations
