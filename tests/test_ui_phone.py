@@ -39,6 +39,9 @@ SHOWN = {  # and the sign-in page, before signing in: ui-sign-in-*.png
     "/ui/graph": "graph",
     "/ui/memory?tab=anchors": "memory",
     "/ui/memory?tab=inventory": "memory-inventory",
+    "/ui/memories": "memories",
+    "/ui/shared": "shared",
+    "/ui/clients": "clients",
 }
 
 
