@@ -239,7 +239,8 @@ def read_new_turns(
 
 
 TEXT_FIELDS = ("transcript_path", "cwd", "prompt", "source", "model")
-"""Payload fields we read: text when present."""
+"""Payload fields we read: text when present (null is absent: Codex sends a null
+transcript_path)."""
 
 
 def check_payload(payload: Any, event: str | None = None) -> str:
@@ -254,7 +255,7 @@ def check_payload(payload: Any, event: str | None = None) -> str:
     if len(session) > SESSION_MAX:
         raise InputError.of("session_id", f"{len(session)} characters; at most {SESSION_MAX}")
     for name in TEXT_FIELDS:
-        if name in payload and not isinstance(payload[name], str):
+        if payload.get(name) is not None and not isinstance(payload[name], str):
             raise InputError.of(name, f"{type(payload[name]).__name__}; expected text")
     named = payload.get("hook_event_name") if event is None else canonical(event)
     if named not in EVENTS:

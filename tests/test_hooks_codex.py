@@ -244,7 +244,13 @@ def test_a_turn_is_stored_once_with_its_roles_and_recall_names_other_sessions(se
     assert all("4411" not in json.dumps(e) for e in turns)
 
     second = Session(Path(first.cwd))
-    done = hook("UserPromptSubmit", second, env, prompt="the robe: which closet was it?")
+    done = hook(  # Codex sends a null transcript_path when it keeps no rollout file
+        "UserPromptSubmit",
+        second,
+        env,
+        prompt="the robe: which closet was it?",
+        transcript_path=None,
+    )
     block = injected(done, "UserPromptSubmit")
     assert block is not None and "hall closet" in block  # the other session's answer
     assert "which closet was it" not in block  # never the prompt being answered
