@@ -101,9 +101,13 @@ class Spool:
 
     def pending(self) -> int:
         """Events waiting: in the live spool and, past its offset, in the file being sent.
-        Counted without the flush lock: a flush may finish the file meanwhile (then it
-        counts as empty)."""
-        return _count_lines(self.path) + _count_lines(self.sending, start=self._offset())
+        Counted under the append lock, which a flush holds to rename the live spool to the
+        file it sends (else an event could be counted in both); not under the flush lock:
+        a flush may finish the file meanwhile (then it counts as empty)."""
+        if not self.path.parent.is_dir():
+            return 0
+        with _locked(self._append_lock):
+            return _count_lines(self.path) + _count_lines(self.sending, start=self._offset())
 
     @contextmanager
     def flushing(self, *, wait: bool, deadline: float | None) -> Iterator[bool]:

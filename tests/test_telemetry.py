@@ -110,6 +110,7 @@ def commands(tmp: Path) -> list[tuple[list[str], str | None, int]]:
         (["doctor"], None, 0),
         (["hooks", "install", "claude-code", "--project", str(project), *client], None, 0),
         (["hook", "UserPromptSubmit"], json.dumps(PROMPT), 0),
+        (["hooks", "status", "--project", str(project)], None, 0),
         (["mcp", "--profile", "pps", *client], _mcp_session(), 0),
         (["import", "claude-code", str(sessions), *client], None, 0),
         (["import", "discord-db", str(discord), *client], None, 0),
