@@ -148,8 +148,10 @@
     }
   }
 
-  async function judge(item, relevant) {
-    const response = await fetch("/ui/api/audit/judgments?k=" + audit.dataset.k, {
+  // POST a judgment (or its undo) for the item: the answer, or null when refused (a
+  // sign-in that ended goes back to the sign-in page).
+  async function send(path, item, fields) {
+    const response = await fetch(path + "?k=" + audit.dataset.k, {
       method: "POST",
       credentials: "same-origin",
       headers: {
@@ -160,19 +162,24 @@
       body: JSON.stringify({
         log_id: Number(item.dataset.log),
         rank: Number(item.dataset.rank),
-        relevant: relevant,
+        ...fields,
       }),
     });
     if (response.status === 401) {
       window.location.assign("/ui");
-      return;
+      return null;
     }
     if (!response.ok) {
       item.classList.add("failed");
-      return;
+      return null;
     }
-    const answer = await response.json();
     item.classList.remove("yes", "no", "failed");
+    return response.json();
+  }
+
+  async function judge(item, relevant) {
+    const answer = await send("/ui/api/audit/judgments", item, { relevant: relevant });
+    if (answer === null) return;
     item.classList.add(relevant ? "yes" : "no");
     item.querySelector(".verdict").textContent = relevant ? "relevant" : "not relevant";
     redraw(answer.precision);
@@ -180,26 +187,8 @@
 
   // The judgment taken back: the item unjudged again, precision redrawn.
   async function undo(item) {
-    const response = await fetch("/ui/api/audit/undo?k=" + audit.dataset.k, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: {
-        "Content-Type": "application/json",
-        Accept: "application/json",
-        "X-CSRF-Token": audit.dataset.csrf,
-      },
-      body: JSON.stringify({ log_id: Number(item.dataset.log), rank: Number(item.dataset.rank) }),
-    });
-    if (response.status === 401) {
-      window.location.assign("/ui");
-      return;
-    }
-    if (!response.ok) {
-      item.classList.add("failed");
-      return;
-    }
-    const answer = await response.json();
-    item.classList.remove("yes", "no", "failed");
+    const answer = await send("/ui/api/audit/undo", item, {});
+    if (answer === null) return;
     item.querySelector(".verdict").textContent = "";
     redraw(answer.precision);
   }
