@@ -49,7 +49,7 @@ BODY = {
             "pattern": NOT_BLANK,
         },
         "hook_event_name": {"type": "string", "enum": list(SERVED)},
-        **{name: {"type": "string"} for name in claude_code.TEXT_FIELDS},
+        **{name: {"type": ["string", "null"]} for name in claude_code.TEXT_FIELDS},
     },
     "additionalProperties": True,
 }
