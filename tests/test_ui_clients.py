@@ -89,8 +89,8 @@ def test_revoke_ends_the_old_token_at_once_and_shows_the_new_one_once(server):
     token = entities.create(server.db, "carol")
     with connect(server, token) as api:
         assert api.get("/v1/events", headers={CLIENT_HEADER: "discord"}).status_code == 200
-        page = UI(server, token)
-        assert page.sign_in().status_code == 303
+        page, elsewhere = UI(server, token), UI(server, token)  # two browsers
+        assert page.sign_in().status_code == 303 and elsewhere.sign_in().status_code == 303
         listed = page.get("/ui/clients").text
         assert 'data-client="discord"' in listed and 'id="revoke"' in listed
         assert "every client using the old token is refused" in listed
@@ -100,9 +100,25 @@ def test_revoke_ends_the_old_token_at_once_and_shows_the_new_one_once(server):
         assert new.startswith(entities.TOKEN_PREFIX) and new != token
         refused = api.get("/v1/events", headers={CLIENT_HEADER: "discord"})
         assert refused.status_code == 401, refused.text
-        assert new not in page.get("/ui/clients").text  # shown once
+        assert new not in page.get("/ui/clients").text  # shown once, and still signed in
+        # The other browser is signed out: its cookie opens nothing, not even after.
+        for _ in range(2):
+            gone = elsewhere.get("/ui/clients")
+            assert (gone.status_code, gone.headers["location"]) == (303, "/ui"), gone.text
+        assert elsewhere.get("/ui").status_code == 200  # the sign-in form, no loop
+        assert elsewhere.sign_in(new).status_code == 303
     with connect(server, new) as api:
         assert api.get("/v1/events").status_code == 200
+
+
+def test_rotating_the_token_from_the_cli_signs_its_browsers_out(server):
+    """`pps entity rotate` runs the same engine function in its own process: the service
+    learns of it from the database, at the session's next request."""
+    page = UI(server, entities.create(server.db, "ines"))
+    assert page.sign_in().status_code == 303
+    assert page.get("/ui/clients").status_code == 200
+    entities.rotate(server.db, "ines")
+    assert page.get("/ui/clients").headers.get("location") == "/ui"
 
 
 def test_the_http_hook_and_the_pages_are_named_by_their_route(server):

@@ -11,6 +11,7 @@ import re
 import secrets
 import sqlite3
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.kernel import timestamps
 from engine.kernel.errors import Conflict, InputError, NotFound
@@ -69,6 +70,17 @@ def rotate(db: Database, name: str) -> str:
     return token
 
 
+def token_issued(db: Database, name: str) -> str | None:
+    """When the entity's current token was made (created, or last rotated); None if no
+    entity has this name. A web session keeps the `Holder.issued` it was started
+    with and ends when this differs: a rotation signs every browser out."""
+    row = db.conn.execute(
+        "SELECT coalesce(rotated_at, created_at) AS issued FROM entities WHERE name = ?",
+        (name,),
+    ).fetchone()
+    return row["issued"] if row else None
+
+
 def list_all(db: Database) -> list[Entity]:
     rows = db.conn.execute(
         "SELECT name, created_at, rotated_at FROM entities WHERE instr(name, ?) = 0 ORDER BY name",
@@ -77,14 +89,29 @@ def list_all(db: Database) -> list[Entity]:
     return [Entity(**row) for row in rows]
 
 
-def authenticate(db: Database, token: str) -> str | None:
-    """The entity a token belongs to, or None."""
+class Holder(NamedTuple):
+    entity: str
+    issued: str
+    """When the token was made (the entity created, or its token last rotated)."""
+
+
+def holder(db: Database, token: str) -> Holder | None:
+    """The entity a token belongs to, and when that token was issued; None if it is no
+    entity's token."""
     if not token.startswith(TOKEN_PREFIX):
         return None
     row = db.conn.execute(
-        "SELECT name FROM entities WHERE token_hash = ?", (_hash(token),)
+        "SELECT name, coalesce(rotated_at, created_at) AS issued FROM entities"
+        " WHERE token_hash = ?",
+        (_hash(token),),
     ).fetchone()
-    return row["name"] if row else None
+    return Holder(row["name"], row["issued"]) if row else None
+
+
+def authenticate(db: Database, token: str) -> str | None:
+    """The entity a token belongs to, or None."""
+    found = holder(db, token)
+    return found.entity if found else None
 
 
 def rotate_operator(db: Database) -> str:

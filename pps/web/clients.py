@@ -28,6 +28,10 @@ def clients_page(request: Request, session: SignedIn, runtime: AppRuntime) -> Re
 def revoke(request: Request, session: Write, db: DB, runtime: AppRuntime) -> Response:
     """Rotate the entity's token (the page asks first); the new one is in this answer only."""
     token = entities.rotate(db, session.entity)
+    # Every other browser signed in as this entity is signed out at its next request;
+    # this one stays, on the new token.
+    rotated = entities.holder(db, token)
+    session.issued = rotated.issued if rotated else ""
     return _page(request, runtime, session.entity, new_token=token)
 
 

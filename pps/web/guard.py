@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from fastapi import Depends, Request
 from fastapi.responses import Response
 
+from engine.capture import entities
 from engine.kernel.config import Settings
 from pps.web.sessions import Session, Sessions, SignIns
 
@@ -88,8 +89,21 @@ def _hostname(host: str) -> str:
     return host.rsplit(":", 1)[0] if ":" in host else host
 
 
+def current(request: Request) -> Session | None:
+    """The request's open session, if it has one. A session whose entity's token was
+    rotated since it began is ended here, at its next request."""
+    store = sessions(request)
+    session = store.get(request.cookies.get(COOKIE))
+    if session is None:
+        return None
+    if entities.token_issued(request.app.state.db, session.entity) != session.issued:
+        store.end(session.id)
+        return None
+    return session
+
+
 def signed_in(request: Request) -> Session:
-    session = sessions(request).get(request.cookies.get(COOKIE))
+    session = current(request)
     if session is None:
         raise SignInNeeded()
     request.state.ui_session = session

@@ -55,7 +55,7 @@ api = APIRouter(
 
 @pages.get("")
 def sign_in_page(request: Request) -> Response:
-    if guard.sessions(request).get(request.cookies.get(guard.COOKIE)) is not None:
+    if guard.current(request) is not None:
         return guard.harden(RedirectResponse("/ui/timeline", status_code=303))
     return _sign_in_form(request)
 
@@ -86,8 +86,8 @@ def sign_in(
         response = _sign_in_form(request, 429, problem)
         response.headers["Retry-After"] = str(wait)
         return response
-    entity = entities.authenticate(db, token.strip()) if token.strip() else None
-    if entity is None:
+    holder = entities.holder(db, token.strip()) if token.strip() else None
+    if holder is None:
         failures, delay = throttle.failed(client)
         log.warning(
             "a sign-in to the web face from %s was refused (%d wrong in a row); its next"
@@ -98,8 +98,8 @@ def sign_in(
         )
         return _sign_in_form(request, 401, "Unknown or revoked token.")
     throttle.succeeded(client)
-    session = guard.sessions(request).start(entity)
-    log.info("%s signed in to the web face", entity)
+    session = guard.sessions(request).start(holder.entity, holder.issued)
+    log.info("%s signed in to the web face", holder.entity)
     response = guard.harden(RedirectResponse("/ui/timeline", status_code=303))
     guard.set_session_cookie(response, session)
     response.delete_cookie(LOGIN_COOKIE, path="/ui", httponly=True, samesite="strict")

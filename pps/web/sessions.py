@@ -2,8 +2,10 @@
 
 The store is in memory: a restart of `pps serve` signs everyone out, and signing out
 deletes the session at once, so a copied cookie is worth nothing after either. A session
-ends after IDLE_S without a request and MAX_S after sign-in, whichever comes first. It
-holds the entity's name and a CSRF token, never the entity's token.
+ends after IDLE_S without a request and MAX_S after sign-in, whichever comes first, and
+when the entity's token is rotated (`pps entity rotate`, revoke on the Clients page). It
+holds the entity's name, when the token it was started with was issued, and a CSRF token;
+never the entity's token.
 
 `SignIns` slows down guessing: each wrong token from a client doubles the time before
 its next sign-in is looked at (docs/ui.md, "Signing in").
@@ -28,6 +30,8 @@ MAX_SESSIONS = 1000
 class Session:
     id: str
     entity: str
+    issued: str
+    """When the token signed in with was issued (entities.Holder.issued)."""
     csrf: str
     started: float
     seen: float
@@ -39,11 +43,12 @@ class Sessions:
         self._open: dict[str, Session] = {}
         self._lock = threading.Lock()
 
-    def start(self, entity: str) -> Session:
+    def start(self, entity: str, issued: str) -> Session:
         now = self._clock()
         session = Session(
             id=secrets.token_urlsafe(32),
             entity=entity,
+            issued=issued,
             csrf=secrets.token_urlsafe(32),
             started=now,
             seen=now,
