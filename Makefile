@@ -17,9 +17,13 @@ NEO4J_LAUNCHER := $(if $(shell command -v mvn),tests/neo4j/target/.built)
 # The agent hosts' own CLIs the host tests run (tests/hosts: Codex), pinned, where npm is.
 HOST_CLIS := $(if $(shell command -v npm),tests/hosts/node_modules/.installed)
 
+# The suite in TEST_WORKERS processes (pytest-xdist), each taking a whole test file at a
+# time; the slowest tests are listed at the end.
+TEST_WORKERS ?= 2
+
 test: $(VENV)/.installed-dev $(NEO4J_LAUNCHER) $(HOST_CLIS)
 	$(BIN)/ruff check .
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 tests/neo4j/target/.built: tests/neo4j/pom.xml $(wildcard tests/neo4j/src/main/java/pps/neo4j/*.java)
 	cd tests/neo4j && mvn -q -B package

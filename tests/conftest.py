@@ -17,6 +17,7 @@ import shutil
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -248,6 +249,15 @@ MARKED = {
     },
     "test_search_files.py::test_reindex_rebuilds_the_index_from_disk": {"process"},
 }
+
+
+def pytest_collection_finish(session) -> None:
+    """Two tests with one node id would be run as one by `make test`'s processes
+    (pytest-xdist), the other dropped without a word: refuse the run instead."""
+    ids = Counter(item.nodeid for item in session.items)
+    twice = sorted(nodeid for nodeid, n in ids.items() if n > 1)
+    if twice:
+        raise pytest.UsageError(f"tests sharing a node id: {', '.join(twice[:5])}")
 
 
 def pytest_collection_modifyitems(config, items) -> None:

@@ -242,7 +242,10 @@ def test_openclaw_searches_memory_files_and_transcripts_and_reads_around(server,
     async def indexed(session_):
         return await call(session_, "memory_search", query="when is Dana's birthday")
 
-    wait_for(lambda: mcp("openclaw", indexed, client)["results"])
+    def memory_file_found() -> bool:  # indexed in the background, maybe after the turns
+        return "MEMORY.md" in {r["path"] for r in mcp("openclaw", indexed, client)["results"]}
+
+    wait_for(memory_file_found, timeout=60, what="MEMORY.md indexed")
 
     async def script(session_):
         birthday = await call(session_, "memory_search", query="when is Dana's birthday")
