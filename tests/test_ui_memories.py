@@ -46,7 +46,8 @@ def test_the_list_shows_each_kind_with_a_preview_and_only_ones_own(make_ui):  # 
         "/v1/inventory",
         json={"name": "red scarf", "category": "clothing", "description": "Knitted by Bo."},
     )
-    ada.api.post("/v1/crystals", json={"content": "Crystal one: the lighthouse summer."})
+    crystal = "# Crystal one\n\nThe **lighthouse** summer."  # a preview shows its words
+    ada.api.post("/v1/crystals", json={"content": crystal})
     _anchor(bo, "Bo's secret", "Bo keeps the garden key under the pot.", ["garden"])
 
     page = ada.get("/ui/memories")
@@ -58,7 +59,7 @@ def test_the_list_shows_each_kind_with_a_preview_and_only_ones_own(make_ui):  # 
         "Ada prefers tea",
         "red scarf",
         "Knitted by Bo.",
-        "the lighthouse summer",
+        "Crystal one The lighthouse summer.",
         "#walks",
         "#tea",
     ):
@@ -71,6 +72,7 @@ def test_the_list_shows_each_kind_with_a_preview_and_only_ones_own(make_ui):  # 
     ):
         assert kind in text
     assert "garden key" not in text and "Bo&#39;s secret" not in text
+    assert "**lighthouse**" not in text and "# Crystal one" not in text
 
     assert "garden key" in bo.get("/ui/memories").text
     assert "lighthouse" not in bo.get("/ui/memories").text

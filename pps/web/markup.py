@@ -13,3 +13,21 @@ _md = MarkdownIt("commonmark", {"html": False}).enable("table")
 def markdown(text: str) -> Markup:
     """`text` rendered to HTML that is safe to put in a page as it is."""
     return Markup(_md.render(text))
+
+
+def plain(text: str) -> str:
+    """The words of markdown without its marks (`# Crystal 2` is `Crystal 2`, `**tea**`
+    is `tea`), a block to a line: what a one-line preview shows."""
+    blocks = []
+    for token in _md.parse(text):
+        if token.type == "inline":
+            blocks.append("".join(_words(child) for child in token.children or []))
+        elif token.type in ("fence", "code_block"):
+            blocks.append(token.content)
+    return "\n".join(blocks)
+
+
+def _words(token) -> str:
+    if token.type in ("text", "code_inline"):
+        return token.content
+    return " " if token.type in ("softbreak", "hardbreak") else ""

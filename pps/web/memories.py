@@ -28,7 +28,7 @@ from engine.search.hybrid import SearchRequest
 from pps.http.deps import DB, AppSettings, SearchIndex
 from pps.web import guard
 from pps.web.guard import SignedIn, Write
-from pps.web.markup import markdown
+from pps.web.markup import markdown, plain
 from pps.web.memory import AnchorForm, ItemRefForm
 from pps.web.render import blank, page_router, render
 
@@ -65,7 +65,7 @@ class Entry:
 
 
 def _preview(text: str) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(plain(text).split())
     return flat if len(flat) <= PREVIEW else flat[: PREVIEW - 1].rstrip() + "…"
 
 
