@@ -4,8 +4,9 @@ on a real port. Sign in, see an event posted over REST appear without a reload, 
 recall and read its trace, retry a dead job, sign out and find the pages closed.
 
 Skipped when Chromium or Playwright is missing, unless PPS_REQUIRE_BROWSER=1 (CI, where
-.ci/run installs Chromium): then that is a failure. With PPS_UI_SCREENSHOTS=1 the
-screenshots go to docs/images/ (docs/ui.md shows them); otherwise to the test's tmp dir.
+.ci/run installs Chromium): then that is a failure. The `shots` fixture is where
+other browser tests save docs/ui.md's pictures: docs/images/ with PPS_UI_SCREENSHOTS=1,
+else a tmp dir; this test's own, of each step, stay in its tmp dir.
 Every wait is on a condition (Playwright's expect), never a sleep.
 """
 
@@ -90,8 +91,10 @@ def shots(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
-def test_a_person_signs_in_watches_recalls_tends_and_signs_out(browser_context, server, shots):
+def test_a_person_signs_in_watches_recalls_tends_and_signs_out(browser_context, server, tmp_path):
     from playwright.sync_api import expect
+
+    shots = tmp_path  # each step's picture, for a failure; docs/ui.md's are the phone test's
 
     token = entities.create(server.db, "lyra")
     api = httpx.Client(
