@@ -70,12 +70,16 @@ def rotate(db: Database, name: str) -> str:
     return token
 
 
+_ISSUED = "coalesce(rotated_at, created_at)"
+"""When an entity's current token was made, in SQL."""
+
+
 def token_issued(db: Database, name: str) -> str | None:
     """When the entity's current token was made (created, or last rotated); None if no
     entity has this name. A web session keeps the `Holder.issued` it was started
     with and ends when this differs: a rotation signs every browser out."""
     row = db.conn.execute(
-        "SELECT coalesce(rotated_at, created_at) AS issued FROM entities WHERE name = ?",
+        f"SELECT {_ISSUED} AS issued FROM entities WHERE name = ?",
         (name,),
     ).fetchone()
     return row["issued"] if row else None
@@ -101,8 +105,7 @@ def holder(db: Database, token: str) -> Holder | None:
     if not token.startswith(TOKEN_PREFIX):
         return None
     row = db.conn.execute(
-        "SELECT name, coalesce(rotated_at, created_at) AS issued FROM entities"
-        " WHERE token_hash = ?",
+        f"SELECT name, {_ISSUED} AS issued FROM entities WHERE token_hash = ?",
         (_hash(token),),
     ).fetchone()
     return Holder(row["name"], row["issued"]) if row else None
