@@ -18,6 +18,7 @@ readable line until the service is back. Meanwhile the relay asks the service no
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -297,15 +298,10 @@ class Relay:
 
 
 def relay(url: str, token: str, name: str, version: str) -> None:
-    """Relay stdin/stdout to the profile at `url` until stdin ends. Ctrl-C ends it at once
-    and quietly (SIGTERM's default already does: it prints nothing)."""
-    try:
+    """Relay stdin/stdout to the profile at `url` until stdin ends. Ctrl-C ends it quietly
+    (SIGTERM's default already does: it prints nothing)."""
+    with contextlib.suppress(KeyboardInterrupt):
         Relay(url, token, name, version).run(sys.stdin.buffer)
-    except KeyboardInterrupt:
-        # Not through the interpreter's shutdown: a forwarding thread may be mid-call,
-        # and once in CI the relay was still alive 30 s after a Ctrl-C. Nothing is left
-        # unwritten: stdout is written with os.write.
-        os._exit(130)
 
 
 def _is_request(message: Any) -> bool:
