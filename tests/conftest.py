@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import socket
 import threading
 import time
@@ -36,6 +37,12 @@ from tests.stub_llm import StubLLM
 
 _names = itertools.count()
 T = TypeVar("T")
+
+# Started in the background of a shell without job control (`make test &`), the suite and
+# every process it starts would ignore SIGINT; the processes the tests start get Ctrl-C
+# as a terminal gives it (a handler here is SIG_DFL again in them).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def wait_for(condition: Callable[[], T], timeout: float = 15.0, what: str = "the condition") -> T:
