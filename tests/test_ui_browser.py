@@ -191,7 +191,7 @@ def test_a_person_signs_in_watches_recalls_tends_and_signs_out(browser_context, 
     page.get_by_role("link", name="Graph").click()
     expect(page.locator("#graph-status")).to_contain_text("The graph is off")
 
-    # Memory: a word-photo written, then edited.
+    # Memory: a word-photo written, then opened and edited on Memories.
     page.get_by_role("link", name="Memory").click()
     form = page.locator("#anchor-new")
     form.get_by_label("Title").fill("The blue robe")
@@ -199,7 +199,9 @@ def test_a_person_signs_in_watches_recalls_tends_and_signs_out(browser_context, 
     form.get_by_label("Tags").fill("robe, home")
     form.get_by_role("button", name="Save").click()
     expect(page.get_by_role("status")).to_have_text("Word-photo saved.")
-    page.locator("#anchors").get_by_role("link", name="edit").click()
+    page.locator("#anchors").get_by_role("link", name="The blue robe").click()  # on Memories
+    expect(page.locator("#rendered")).to_have_text("Soft and blue, by the door.")
+    page.locator("#opened").get_by_role("link", name="edit").click()
     edit = page.locator("#anchor-edit")
     expect(edit.get_by_label("Text")).to_have_value("Soft and blue, by the door.")
     edit.get_by_label("Text").fill("Green now: it was dyed.")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypeAlias
 from urllib.parse import urlencode
 
 from fastapi import Form, Request
@@ -20,7 +20,7 @@ from fastapi.responses import RedirectResponse, Response
 from engine.contracts import shared_memory, stores
 from engine.crystal import crystals
 from engine.inventory import items as inventory
-from engine.inventory.items import ItemQuery
+from engine.inventory.items import ItemQuery, ItemRef
 from engine.kernel.errors import InputError, NotFound
 from engine.search import anchors, chunks, homes
 from engine.search import hybrid as search
@@ -29,7 +29,8 @@ from pps.http.deps import DB, AppSettings, SearchIndex
 from pps.web import guard
 from pps.web.guard import SignedIn, Write
 from pps.web.markup import markdown, plain
-from pps.web.memory import AnchorForm, ItemRefForm
+from pps.web.forms import page_form
+from pps.web.memory import AnchorForm
 from pps.web.render import blank, page_router, render
 
 KINDS = (
@@ -51,6 +52,11 @@ DONE = {
 }
 
 router = page_router()
+
+if TYPE_CHECKING:  # a form model is made at run time: to the checker, the model it reads
+    ItemRefForm: TypeAlias = ItemRef
+else:
+    ItemRefForm = page_form(ItemRef, "name", "category")
 
 
 @dataclass

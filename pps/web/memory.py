@@ -1,8 +1,10 @@
 """The memory page: word-photos, fragments, memory files, crystals (the chain and the
-archive), summaries, inventory and spaces. Each tab reads through the engine service REST
-reads through; each form is the request model REST takes, as a form model (pps.web.forms),
-passed to the same service, then goes back to its tab (a notice by a fixed word, never
-text from the URL)."""
+archive), summaries, inventory and spaces, a tab each, and what is written new there.
+Each tab reads through the engine service REST reads through; each form is the request
+model REST takes, as a form model (pps.web.forms), passed to the same service, then goes
+back to its tab (a notice by a fixed word, never text from the URL). A word-photo, item or
+crystal listed opens on the memories page (pps.web.memories), where it is edited, deleted
+or taken back."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from engine.crystal import crystals, summaries
 from engine.crystal.crystals import CrystalIn, CurrentQuery
 from engine.crystal.summaries import RecentQuery, SummaryIn
 from engine.inventory import items as inventory
-from engine.inventory.items import ItemIn, ItemQuery, ItemRef, SpaceIn, SpaceUpdate
+from engine.inventory.items import ItemIn, ItemQuery, SpaceIn, SpaceUpdate
 from engine.kernel.errors import InputError
 from engine.search import anchors, fragments, homes
 from engine.search.anchors import AnchorIn
@@ -37,14 +39,10 @@ TABS = (
 )
 DONE = {
     "anchor-saved": "Word-photo saved.",
-    "anchor-edited": "Word-photo rewritten.",
-    "anchor-deleted": "Word-photo deleted.",
     "fragment-stored": "Fragment stored.",
     "crystal-written": "Crystal written.",
-    "crystal-taken-back": "The newest crystal was taken back.",
     "summary-stored": "Summary stored.",
     "item-saved": "Item saved.",
-    "item-deleted": "Item deleted.",
     "space-added": "Space added.",
     "space-changed": "Space changed.",
 }
@@ -57,7 +55,6 @@ if TYPE_CHECKING:  # a form model is made at run time: to the checker, the model
     CrystalForm: TypeAlias = CrystalIn
     SummaryForm: TypeAlias = SummaryIn
     ItemForm: TypeAlias = ItemIn
-    ItemRefForm: TypeAlias = ItemRef
     SpaceForm: TypeAlias = SpaceIn
     SpaceUpdateForm: TypeAlias = SpaceUpdate
 else:
@@ -66,7 +63,6 @@ else:
     CrystalForm = page_form(CrystalIn, "content")
     SummaryForm = page_form(SummaryIn, "summary_text", "start_id", "end_id")
     ItemForm = page_form(ItemIn, "name", "category", "subcategory", "description", "space")
-    ItemRefForm = page_form(ItemRef, "name", "category")
     SpaceForm = page_form(SpaceIn, "name", "description", "channel")
     SpaceUpdateForm = page_form(SpaceUpdate, "description", "channel", cleared=("description",))
 
@@ -85,8 +81,6 @@ def memory_page(
     index: SearchIndex,
     settings: AppSettings,
     tab: str = "anchors",
-    anchor: str | None = None,
-    path: str | None = None,
     done: str | None = None,
 ) -> Response:
     if tab not in dict(TABS):
@@ -96,13 +90,9 @@ def memory_page(
     view: dict = {}
     if tab == "anchors":
         view["anchors"] = anchors.list_all(index, entity).anchors
-        if anchor:
-            view["editing"], view["editing_text"] = anchors.get(index, entity, anchor)
     elif tab in ("fragments", "files"):
         view["files"] = homes.list_files(home, "fragment" if tab == "fragments" else None)
         view["skipped"] = index.skipped(entity) if tab == "files" else []
-        if path:
-            view["file"] = homes.read_lines(home, path)
     elif tab == "crystals":
         root = homes.home_for(settings, entity).root
         view["current"] = crystals.current(root, CurrentQuery(count=settings.crystal_keep))
@@ -138,25 +128,6 @@ def anchor_save(
     return _back("anchors", "anchor-saved")
 
 
-@router.post("/memory/anchors/edit")
-def anchor_edit(
-    session: Write,
-    index: SearchIndex,
-    anchor: Annotated[AnchorForm, Form()],
-    name: Annotated[str, Form()] = "",
-) -> Response:
-    anchors.edit(index, session.entity, name, anchor)
-    return _back("anchors", "anchor-edited")
-
-
-@router.post("/memory/anchors/delete")
-def anchor_delete(
-    session: Write, index: SearchIndex, name: Annotated[str, Form()] = ""
-) -> Response:
-    anchors.delete(index, session.entity, name)
-    return _back("anchors", "anchor-deleted")
-
-
 # --- fragments ---
 
 
@@ -180,13 +151,6 @@ def crystal_write(
     return _back("crystals", "crystal-written")
 
 
-@router.post("/memory/crystals/delete-latest")
-def crystal_take_back(session: Write, settings: AppSettings) -> Response:
-    home = homes.home_for(settings, session.entity).root
-    crystals.delete_latest(home, keep=settings.crystal_keep)
-    return _back("crystals", "crystal-taken-back")
-
-
 # --- summaries ---
 
 
@@ -203,12 +167,6 @@ def summary_store(session: Write, db: DB, summary: Annotated[SummaryForm, Form()
 def item_save(session: Write, db: DB, item: Annotated[ItemForm, Form()]) -> Response:
     inventory.add(db, session.entity, item)
     return _back("inventory", "item-saved")
-
-
-@router.post("/memory/inventory/delete")
-def item_delete(session: Write, db: DB, item: Annotated[ItemRefForm, Form()]) -> Response:
-    inventory.delete(db, session.entity, item)
-    return _back("inventory", "item-deleted")
 
 
 @router.post("/memory/spaces")
