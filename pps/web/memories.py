@@ -27,9 +27,9 @@ from engine.search import hybrid as search
 from engine.search.hybrid import SearchRequest
 from pps.http.deps import DB, AppSettings, SearchIndex
 from pps.web import guard
+from pps.web.forms import page_form
 from pps.web.guard import SignedIn, Write
 from pps.web.markup import markdown, plain
-from pps.web.forms import page_form
 from pps.web.memory import AnchorForm
 from pps.web.render import blank, page_router, render
 
