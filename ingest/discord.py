@@ -2,7 +2,7 @@
 
 For a daemon built on discord.py, without importing it: the functions read the
 attributes discord.py's objects carry (`Message`, `Member`/`User`,
-`RawMessageDeleteEvent`, threads, attachments), so the adapter loads without
+`RawMessageUpdateEvent`, `RawMessageDeleteEvent`, threads, attachments), so the adapter loads without
 discord.py. `DiscordCapture` is what a daemon wires into its event handlers: a handler
 spools its event (durably, on disk) and returns; one background task sends the spool,
 one flush at a time, and retries while the service is down, so the bot's event loop
@@ -77,11 +77,15 @@ def message_event(message: Any, *, self_id: Any = None) -> dict[str, Any]:
 
 def edit_event(before: Any, after: Any, *, self_id: Any = None) -> dict[str, Any] | None:
     """An edit as an event with the new text, or None when the text did not change
-    (Discord also reports embeds being resolved as edits)."""
-    if getattr(before, "content", None) == after.content:
+    (Discord also reports embeds being resolved as updates). `before` is None for a
+    message discord.py had not cached (sent before the bot started, or pushed out of its
+    cache): then an update is an edit when Discord stamped it edited."""
+    edited = getattr(after, "edited_at", None)
+    if before is None and edited is None:
+        return None
+    if before is not None and getattr(before, "content", None) == after.content:
         return None
     event = message_event(after, self_id=self_id)
-    edited = getattr(after, "edited_at", None)
     stamp = edited.isoformat() if isinstance(edited, datetime) else "unknown"
     event["event_uid"] = ev.uid("discord", after.id, "edit", stamp)
     event["event_type"] = "edit"
@@ -158,8 +162,12 @@ class DiscordCapture:
             return None
         return await self._spool(message_event(message, self_id=self.self_id))
 
-    async def on_message_edit(self, before: Any, after: Any) -> dict[str, Any] | None:
-        return await self._spool(edit_event(before, after, self_id=self.self_id))
+    async def on_raw_message_edit(self, payload: Any) -> dict[str, Any] | None:
+        """Every edit, of a cached message or not (`on_message_edit` gets only the
+        cached ones): the message as edited (`payload.message`, discord.py 2.5 and
+        later) and, where it was cached, as it was before."""
+        edit = edit_event(payload.cached_message, payload.message, self_id=self.self_id)
+        return await self._spool(edit)
 
     async def on_raw_message_delete(self, payload: Any) -> dict[str, Any] | None:
         return await self._spool(delete_event(payload))

@@ -94,6 +94,9 @@ class Gateway:
                 }
             )
 
+    def dispatched_named(self, event: str) -> list[tuple[Any, ...]]:
+        return [args for name, args in self.dispatched if name == event]
+
     def _last(self, event: str) -> tuple[Any, ...]:
         for name, args in reversed(self.dispatched):
             if name == event:
@@ -145,11 +148,12 @@ class Gateway:
         self.state.parse_message_create(self.payload(mid, content, **fields))
         return self._last("message")[0]
 
-    def update(self, mid: int, content: str, edited: datetime, **fields: Any) -> tuple:
-        """MESSAGE_UPDATE: the (before, after) that `on_message_edit` gets."""
-        data = self.payload(mid, content, edited_timestamp=_stamp(edited), **fields)
-        self.state.parse_message_update(data)
-        return self._last("message_edit")
+    def update(self, mid: int, content: str, edited: datetime | None, **fields: Any) -> Any:
+        """MESSAGE_UPDATE: the `RawMessageUpdateEvent` that `on_raw_message_edit` gets
+        (`edited` None: an update that is no edit, such as an embed resolved)."""
+        stamp = _stamp(edited) if edited is not None else None
+        self.state.parse_message_update(self.payload(mid, content, edited_timestamp=stamp, **fields))
+        return self._last("raw_message_edit")[0]
 
     def delete(self, mid: int, channel: int = GENERAL, guild: int = GUILD) -> Any:
         """MESSAGE_DELETE: the `RawMessageDeleteEvent` that `on_raw_message_delete` gets."""
@@ -257,10 +261,10 @@ def test_edits_and_deletions_are_events_too(make_client, server, tmp_path):
 
     async def daemon(gateway):
         await bot.on_message(gateway.create(mid, "the robe is blue"))
-        before, after = gateway.update(mid, "the robe is green", edited)
-        same, resolved = gateway.update(mid, "the robe is green", edited)  # an embed resolved
-        assert await bot.on_message_edit(same, resolved) is None
-        await bot.on_message_edit(before, after)
+        await bot.on_raw_message_edit(gateway.update(mid, "the robe is green", edited))
+        resolved = gateway.update(mid, "the robe is green", edited)  # an embed resolved
+        assert resolved.cached_message is not None
+        assert await bot.on_raw_message_edit(resolved) is None
         await bot.on_raw_message_delete(gateway.delete(mid))
         await bot.on_raw_message_delete(gateway.delete(mid))  # not cached any more
 
@@ -275,6 +279,35 @@ def test_edits_and_deletions_are_events_too(make_client, server, tmp_path):
     assert stored[2]["event_uid"] == f"discord:{mid}:delete"
     assert stored[2]["metadata"]["deletes"] == f"discord:{mid}"
     assert stored[2]["metadata"]["channel_id"] == "222"
+
+
+def test_an_edit_of_a_message_sent_before_the_bot_started_supersedes_it(
+    make_client, server, tmp_path
+):
+    """discord.py has no cached copy of a message from before the bot started (or older
+    than its cache): only on_raw_message_edit hears of its edit."""
+    api = make_client()
+    bot = capture(server, api, tmp_path)
+    mid = snowflake(30)
+    edited = datetime(2026, 1, 4, 16, 0, tzinfo=UTC)
+
+    async def daemon(gateway):
+        await bot.on_message(gateway.create(mid, "the heron robe is blue"))
+        later = Gateway(asyncio.get_running_loop())  # the bot restarted: its cache is empty
+        unstamped = later.update(mid, "the heron robe is blue", None)  # an embed resolved
+        assert unstamped.cached_message is None
+        assert await bot.on_raw_message_edit(unstamped) is None
+        edit = later.update(mid, "the heron robe is grey", edited)
+        assert edit.cached_message is None and not later.dispatched_named("message_edit")
+        return await bot.on_raw_message_edit(edit)
+
+    event, _ = run_daemon(bot, daemon)
+    assert event["metadata"]["previous_content"] is None
+    assert event["metadata"]["replaces"] == f"discord:{mid}"
+    found = api.post("/v1/search", json={"query": "heron robe", "tiers": "longform"}).json()
+    assert [r["text"] for r in found["results"]] == ["the heron robe is grey"]
+    stored = {e["content"]: e for e in all_events(api)}
+    assert stored["the heron robe is blue"]["replaced_by"] == event["event_uid"]
 
 
 def test_a_handler_returns_while_the_service_never_answers(make_client, tmp_path):
@@ -375,8 +408,8 @@ def test_an_edit_supersedes_and_a_deletion_tombstones(make_client, server, tmp_p
         await bot.on_message(gateway.create(seat, "a pelican saved you a seat"))
         for minute, colour in ((0, "green"), (5, "golden")):
             moment = datetime(2026, 1, 4, 15, minute, tzinfo=UTC)
-            await bot.on_message_edit(
-                *gateway.update(robe, f"the pelican robe is {colour}", moment)
+            await bot.on_raw_message_edit(
+                gateway.update(robe, f"the pelican robe is {colour}", moment)
             )
         await bot.on_raw_message_delete(gateway.delete(seat))
 
