@@ -152,7 +152,9 @@ class Gateway:
         """MESSAGE_UPDATE: the `RawMessageUpdateEvent` that `on_raw_message_edit` gets
         (`edited` None: an update that is no edit, such as an embed resolved)."""
         stamp = _stamp(edited) if edited is not None else None
-        self.state.parse_message_update(self.payload(mid, content, edited_timestamp=stamp, **fields))
+        self.state.parse_message_update(
+            self.payload(mid, content, edited_timestamp=stamp, **fields)
+        )
         return self._last("raw_message_edit")[0]
 
     def delete(self, mid: int, channel: int = GENERAL, guild: int = GUILD) -> Any:
