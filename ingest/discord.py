@@ -2,11 +2,11 @@
 
 For a daemon built on discord.py, without importing it: the functions read the
 attributes discord.py's objects carry (`Message`, `Member`/`User`, `RawMessageUpdateEvent`,
-`RawMessageDeleteEvent`, threads, attachments), so the adapter loads without discord.py. `DiscordCapture` is what a daemon wires into its event handlers: a handler
-spools its event (durably, on disk) and returns; one background task sends the spool,
-one flush at a time, and retries while the service is down, so the bot's event loop
-never waits on pps and nothing Discord delivered is lost. docs/capture.md has a complete
-example daemon.
+`RawMessageDeleteEvent`, threads, attachments), so the adapter loads without discord.py.
+`DiscordCapture` is what a daemon wires into its event handlers: a handler spools its
+event (durably, on disk) and returns; one background task sends the spool, one flush at a
+time, and retries while the service is down, so the bot's event loop never waits on pps
+and nothing Discord delivered is lost. docs/capture.md has a complete example daemon.
 
 A message is `discord:<message id>` (channel `discord`, the author's username as its
 `author`, the same in every guild; display names, guild, channel, thread and attachments
