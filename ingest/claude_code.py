@@ -170,12 +170,15 @@ def _text(content: Any) -> str:
 @dataclass
 class SessionState:
     """Where the last capture of a session's transcript stopped, and the occurrence counts
-    of user texts from the transcript (`lines`) and from the prompt hook (`prompts`)."""
+    of user texts from the transcript (`lines`) and from the prompt hook (`prompts`).
+    (ingest.letta_code keeps a working directory's state here too: `transcript` the
+    conversation of its last prompt, `asked` that of each recent prompt, by its digest.)"""
 
     transcript: str | None = None
     offset: int = 0
     lines: dict[str, dict[str, int]] = field(default_factory=dict)
     prompts: dict[str, dict[str, int]] = field(default_factory=dict)
+    asked: dict[str, str] = field(default_factory=dict)
 
 
 class Sessions:

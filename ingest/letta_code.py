@@ -24,8 +24,9 @@ the Letta conversation (the agent id when there is none):
 - SessionStart: a `session_start` marker; prints recall("startup").
 - UserPromptSubmit: captures the prompt (without its `<private>` text; not a /command);
   prints recall(prompt), which names the prompt's event as the one it answers.
-- Stop: captures `assistant_message`, the answer, in the conversation the last prompt of
-  this working directory named (Stop's payload names none).
+- Stop: captures `assistant_message`, the answer, in the conversation its
+  `user_message` was asked in (Stop's payload names none): of the last 20 prompts in this
+  working directory, the newest with that text, else the conversation of the last one.
 - PreCompact, SessionEnd: a marker that closes the episode window.
 
 Uids: the prompt is `lc:<conversation>:u:<hash>:<n>`, the answer
@@ -54,6 +55,9 @@ HOST = "letta-code"
 CHANNEL = "terminal:letta"
 SOURCE = "letta-code"
 AGENT_ENV = "PPS_LETTA_AGENT"
+ASKED_KEPT = 20
+"""How many recent prompts of a working directory are remembered with their conversation
+(Stop names no conversation: its `user_message` finds the one it answers)."""
 """The agent (id or name) the installed hooks serve."""
 EVENTS = cc.EVENTS
 TEXT_FIELDS = (
@@ -182,8 +186,16 @@ def user_prompt_submit(hook: cc.Hook) -> str | None:
         return None
     with hook.sessions.edit(_conversation_key(hook)) as remembered:
         remembered.transcript = hook.session  # the conversation Stop's answer belongs to
+        asked = {k: v for k, v in remembered.asked.items() if k != _digest(prompt)}
+        asked[_digest(prompt)] = hook.session
+        remembered.asked = dict(list(asked.items())[-ASKED_KEPT:])
     parts = _turn(hook, "user", prompt)
     return cc._recall_while_flushing(hook, _request(hook, prompt, answering=cc.answering(parts)))
+
+
+def _digest(prompt: str) -> str:
+    """A prompt, as UserPromptSubmit and Stop's `user_message` both give it, as a key."""
+    return hashlib.sha256(private.strip(prompt).strip().encode()).hexdigest()[:16]
 
 
 def stop(hook: cc.Hook) -> None:
@@ -248,7 +260,11 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
             return refused if name in ("SessionStart", "UserPromptSubmit") else None
         cwd = str(payload.get("working_directory") or "")
         with sessions.edit("cwd:" + cwd) as remembered:
-            known = {"conversation": remembered.transcript} if remembered.transcript else {}
+            conversation = remembered.transcript
+            answered = _text(payload, "user_message")  # Stop's: the prompt it answers
+            if answered is not None:
+                conversation = remembered.asked.get(_digest(answered), conversation)
+        known = {"conversation": conversation} if conversation else {}
         hook = cc.Hook(name, claude_shaped(payload, known), settings, client, sessions, deadline)
         context = cc.handle(hook, HANDLERS, f"letta-code {name}")
         lines = [line for line in (cc.refused_warning(client, settings), context) if line]

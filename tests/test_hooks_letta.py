@@ -169,6 +169,36 @@ def test_a_turn_is_stored_once_in_its_conversation_and_recall_names_other_ones(c
     assert "which closet was it" not in done.stdout  # never the prompt being answered
 
 
+def test_two_conversations_in_one_folder_each_keep_their_answers(conversation):
+    """Stop names no conversation; its user_message finds the prompt it answers, so two
+    Letta Code windows in one project never swap answers."""
+    api, env, first = conversation
+    second = Conversation(Path(first.cwd))
+    hook("UserPromptSubmit", first, env, prompt="What colour is the kettle?")
+    hook("UserPromptSubmit", second, env, prompt="When is the plumber coming?")
+    hook(
+        "Stop",
+        first,
+        env,
+        assistant_message="The kettle is blue.",
+        user_message="What colour is the kettle?",
+    )
+    hook(
+        "Stop",
+        second,
+        env,
+        assistant_message="The plumber comes on Tuesday.",
+        user_message="When is the plumber coming?",
+    )
+    sessions = {e["content"].strip(): e["session_id"] for e in all_events(api)}
+    assert sessions == {
+        "What colour is the kettle?": first.id,
+        "When is the plumber coming?": second.id,
+        "The kettle is blue.": first.id,
+        "The plumber comes on Tuesday.": second.id,
+    }
+
+
 def test_a_slash_command_is_not_captured(conversation):
     api, env, letta = conversation
     assert hook("UserPromptSubmit", letta, env, prompt="/model", is_command=True).stdout == ""
