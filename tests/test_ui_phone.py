@@ -240,11 +240,24 @@ def test_the_audit_pages_its_draw_keeps_precision_in_view_and_undoes_a_judgment(
     items.first.get_by_role("button", name="undo (u)").click()
     expect(page.locator("li.judge-item.no")).to_have_count(0)
 
-    # Scrolled to the bottom, the precision panel is still on the screen.
-    page.mouse.wheel(0, 20_000)
-    page.wait_for_function("() => window.scrollY > 200")
-    box = page.locator("aside.precision").bounding_box()
-    assert box is not None and 0 <= box["y"] < SIZES[1]["height"], box
+    # Scrolled to the bottom, the precision figure is still on the screen, on a wide
+    # screen and on a phone, and no judgment button is under the panel there.
+    for size in SIZES:
+        page.set_viewport_size(size)
+        page.goto(server.url + "/ui/audit?seed=7&n=50")
+        page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
+        page.wait_for_function("() => window.scrollY > 200")
+        figure = page.locator("#p-all").bounding_box()
+        assert figure is not None and 0 <= figure["y"] < size["height"], (size, figure)
+        if size["width"] < 760:  # a third of the phone's screen, drawn over the items
+            panel = page.locator("aside.precision").bounding_box()
+            assert panel is not None and panel["height"] <= size["height"] / 2, panel
+            under = page.evaluate(
+                """([x, y]) => document.elementFromPoint(x, y).closest("aside.precision")
+                    !== null""",
+                [panel["x"] + 5, panel["y"] + panel["height"] - 5],
+            )
+            assert under
 
 
 def test_the_audit_form_without_the_script_undoes_a_judgment(server, seeded):
