@@ -8,17 +8,14 @@ running server's socket, or started here under the data dir's lock when no serve
 
 from __future__ import annotations
 
-import contextlib
 import json
-import types
-from collections.abc import Iterator
 from typing import Annotated
 
 import typer
 
 from engine.store.db import Database
-from engine.store.lock import SERVE, DataDirBusy, DataDirLock, owner
-from pps.cli.options import DataDir, EntityOpt, fail, settings_for
+from engine.store.lock import SERVE, owner
+from pps.cli.options import DataDir, EntityOpt, fail, graph_here, settings_for
 
 
 def check(
@@ -86,7 +83,7 @@ def _check_here(settings, entity: str | None, repair: bool) -> dict:
     known = index.entities()
     if entity is not None and entity not in known:
         fail(f"no entity named {entity!r}")
-    with _graph(settings, db) as graph:
+    with graph_here(settings, db) as graph:
         report = consistency.run(index, graph, [entity] if entity else known, repair=repair)
     return report.model_dump(mode="json")
 
@@ -111,47 +108,3 @@ def _show(report: dict) -> None:
     problems = report["problems"]
     verdict = f"{problems} problems" if problems else "consistent"
     typer.echo(f"{verdict} ({len(report['entities'])} entities, {report['seconds']:.2f} s)")
-
-
-@contextlib.contextmanager
-def _graph(settings, db: Database) -> Iterator[object | None]:
-    """The graph to check facts against (something with `.store`), or None when none is
-    configured; a graph that cannot be reached is a store whose reads fail, which the
-    check reports as unavailable."""
-    if settings.graph_backend == "none":
-        yield None
-        return
-    from engine.graph.store import GraphStore
-
-    embedded = settings.graph_backend == "falkordb" and not settings.graph_url
-    if not embedded:
-        store = GraphStore(settings).start()
-        try:
-            yield types.SimpleNamespace(store=store)
-        finally:
-            store.stop()
-        return
-    try:
-        lock = DataDirLock.acquire(settings.data_dir, "pps check")
-    except DataDirBusy:  # a server runs: its FalkorDB answers on the data dir's socket
-        socket = settings.data_dir / "graph" / "falkordb.sock"
-        if not socket.exists():
-            why = "the server's FalkorDB listens on a port only it knows; GET /v1/check asks it"
-            yield types.SimpleNamespace(store=None, why=why)
-            return
-        store = GraphStore(settings, falkordb={"unix_socket_path": str(socket)}).start()
-        try:
-            yield types.SimpleNamespace(store=store)
-        finally:
-            store.stop()
-        return
-    from engine.graph.backend import Graph
-
-    graph = None
-    try:
-        graph = Graph(settings, db).start(sweep=False)
-        yield graph
-    finally:
-        if graph is not None:
-            graph.stop()
-        lock.release()

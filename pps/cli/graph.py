@@ -12,8 +12,7 @@ from typing import Annotated
 
 import typer
 
-from pps.cli.check import _graph
-from pps.cli.options import DataDir, EntityOpt, engine_errors, fail, graph_entities
+from pps.cli.options import DataDir, EntityOpt, engine_errors, fail, graph_entities, graph_here
 
 app = typer.Typer(help="Upkeep of the knowledge graph (layer 3).", no_args_is_help=True)
 
@@ -28,7 +27,7 @@ def duplicates(entity: EntityOpt = None, as_json: AsJson = False, data_dir: Data
 
     settings, db, names = graph_entities(entity, data_dir, "curate")
     found = {}
-    with _graph(settings, db) as graph:
+    with graph_here(settings, db) as graph:
         for name in names:
             with engine_errors():
                 found[name] = curator.duplicates(graph, settings, name)
@@ -61,7 +60,7 @@ def merge(
 
     settings, db, names = graph_entities(entity, data_dir, "curate")
     done = {}
-    with _graph(settings, db) as graph:
+    with graph_here(settings, db) as graph:
         for name in names:
             with engine_errors():
                 plan = curator.merge_duplicates(graph, settings, name, dry_run=True)

@@ -93,3 +93,52 @@ def entity_names(db, entity: str | None) -> list[str]:
     if entity is not None and entity not in known:
         fail(f"no entity named {entity!r}")
     return known
+
+
+@contextmanager
+def graph_here(settings, db) -> Iterator[object | None]:
+    """The graph as a command reaches it (something with `.store`), or None when none is
+    configured: an external one (GRAPH_URL, Neo4j) directly; the embedded FalkorDB
+    through the running server's socket, or started here under the data dir's lock when
+    no server runs. A graph that cannot be reached is a store whose reads fail (`pps
+    check` reports it unavailable), or None as its store, with `why`."""
+    if settings.graph_backend == "none":
+        yield None
+        return
+    import types
+
+    from engine.graph.store import GraphStore
+    from engine.store.lock import DataDirBusy, DataDirLock
+
+    embedded = settings.graph_backend == "falkordb" and not settings.graph_url
+    if not embedded:
+        store = GraphStore(settings).start()
+        try:
+            yield types.SimpleNamespace(store=store)
+        finally:
+            store.stop()
+        return
+    try:
+        lock = DataDirLock.acquire(settings.data_dir, "pps check")
+    except DataDirBusy:  # a server runs: its FalkorDB answers on the data dir's socket
+        socket = settings.data_dir / "graph" / "falkordb.sock"
+        if not socket.exists():
+            why = "the server's FalkorDB listens on a port only it knows; GET /v1/check asks it"
+            yield types.SimpleNamespace(store=None, why=why)
+            return
+        store = GraphStore(settings, falkordb={"unix_socket_path": str(socket)}).start()
+        try:
+            yield types.SimpleNamespace(store=store)
+        finally:
+            store.stop()
+        return
+    from engine.graph.backend import Graph
+
+    graph = None
+    try:
+        graph = Graph(settings, db).start(sweep=False)
+        yield graph
+    finally:
+        if graph is not None:
+            graph.stop()
+        lock.release()
