@@ -446,12 +446,12 @@ def _decode_cursor(cursor: str) -> tuple[str, int]:
 
 # Asked by search: the turns it indexes and ranks, read from capture (capture owns `events`).
 
-_TURN_COLUMNS = "id, entity, channel, author, content, session_id, created_at"
+_TURN_COLUMNS = "id, entity, channel, author, role, content, session_id, created_at"
 
 
 def turns_among(conn: sqlite3.Connection, ids: list[int]) -> list[sqlite3.Row]:
     """The turns among these events (markers are not), in time order: each row's id,
-    entity, channel, author, content, session_id and created_at."""
+    entity, channel, author, role, content, session_id and created_at."""
     return conn.execute(
         f"SELECT {_TURN_COLUMNS} FROM events WHERE id IN (SELECT value FROM json_each(?))"
         f" AND {turns_only()} ORDER BY created_at, id",
@@ -507,17 +507,19 @@ def said(conn: sqlite3.Connection, entity: str, ids: list[int]) -> dict[int, sql
     }
 
 
-# Asked by recall: the roles of the turns a search found (a search result carries only the
-# author).
-def roles(db: Database, entity: str, uids: list[str]) -> dict[str, str | None]:
-    """The role of each of these events of the entity's (uids it has not stored are left
-    out)."""
+# Asked by recall: the role and session of the turns a search found (a search result
+# carries only the author): the caller's own session is left out, the rest labelled.
+def roles_and_sessions(
+    db: Database, entity: str, uids: list[str]
+) -> dict[str, tuple[str | None, str | None]]:
+    """(role, session_id) of each of these events of the entity's (uids it has not
+    stored are left out)."""
     rows = db.conn.execute(
-        "SELECT event_uid, role FROM events WHERE entity = ?"
+        "SELECT event_uid, role, session_id FROM events WHERE entity = ?"
         " AND event_uid IN (SELECT value FROM json_each(?))",
         (entity, json.dumps(uids)),
     )
-    return dict(rows.fetchall())
+    return {uid: (role, session) for uid, role, session in rows}
 
 
 # Asked by contracts: the reads crystal's summaries and the transcripts make of the events
@@ -662,26 +664,3 @@ def uids(db: Database, entity: str, ids: Sequence[int]) -> dict[int, str]:
         (json.dumps(list(ids)), entity),
     )
     return {row[0]: row[1] for row in rows}
-
-
-def sessions_of(db: Database, entity: str, uids: list[str]) -> dict[str, str | None]:
-    """The session of each of these events of the entity's (uids it has not stored are
-    left out): what recall needs to leave out the caller's own session."""
-    rows = db.conn.execute(
-        "SELECT event_uid, session_id FROM events WHERE entity = ?"
-        " AND event_uid IN (SELECT value FROM json_each(?))",
-        (entity, json.dumps(uids)),
-    )
-    return dict(rows.fetchall())
-
-
-# Asked by used: the recall layer marks what a reply used (engine.recall.used).
-def replies_among(conn: sqlite3.Connection, ids: list[int]) -> list[sqlite3.Row]:
-    """The assistant's turns among these events, in time order: each row's id, channel,
-    content, session_id and created_at."""
-    return conn.execute(
-        "SELECT id, channel, content, session_id, created_at FROM events"
-        " WHERE id IN (SELECT value FROM json_each(?)) AND role = 'assistant'"
-        f" AND {turns_only()} ORDER BY created_at, id",
-        (json.dumps(ids),),
-    ).fetchall()

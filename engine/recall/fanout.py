@@ -163,12 +163,12 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
         query = search.SearchRequest(query=context, tiers="longform", limit=limit)
         found = search.search(index, entity, query, query_vector=vector, reranked=False).results
         found = [r for r in found if r.event_uid not in answering]
-        if request.session_id is not None:
-            held = capture.sessions_of(db, entity, [r.event_uid for r in found if r.event_uid])
-            found = [r for r in found if not _own(held.get(r.event_uid or ""), request)]
-        found = found[:n]
-        roles = capture.roles(db, entity, [r.event_uid for r in found if r.event_uid])
-        return [findings.search_item("turns", r, roles) for r in found]
+        known = capture.roles_and_sessions(db, entity, [r.event_uid for r in found if r.event_uid])
+        found = [
+            r for r in found if not _own(known.get(r.event_uid or "", (None, None))[1], request)
+        ]
+        roles = {uid: role for uid, (role, _) in known.items()}
+        return [findings.search_item("turns", r, roles) for r in found[:n]]
 
     def graph_items() -> list[Item]:
         query = texture.SearchQuery(query=context, limit=n)

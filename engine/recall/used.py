@@ -89,8 +89,9 @@ def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
     """(A capture listener, in the batch's transaction.) Mark the recalls each new
     assistant reply answers; never raises."""
     try:
-        for reply in capture.replies_among(conn, event_ids):
-            _mark(conn, entity, reply)
+        for turn in capture.turns_among(conn, event_ids):
+            if turn["role"] == "assistant":
+                _mark(conn, entity, turn)
     except Exception:  # marking is a by-product: it never fails the capture
         log.exception("marking recalled items used failed; the events are stored")
 
