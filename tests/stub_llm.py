@@ -7,7 +7,9 @@ the three APIs pps speaks:
 - `POST /v1/messages`, Anthropic's Messages API with one forced tool (the `anthropic`
   provider's structured outputs: the answer is the tool call's `input`);
 
-and `GET /v1/models` for each. The only stand-in the tests allow. It answers each
+and `GET /v1/models` for each. The only stand-in the tests allow. It is also the model of
+an agent host the tests run for real (Codex): a streamed `POST /v1/responses` is a turn,
+answered `turn_reply` as server-sent events and its body kept in `turns`. It answers each
 Graphiti prompt with JSON that is valid for that prompt's response model (named by the
 `json_schema`, the tool, or, in json_object mode, the schema Graphiti appends to the
 prompt): entities are the capitalised words of the current message, facts join the
@@ -80,6 +82,10 @@ class StubLLM:
         self.faults_served: Counter[str] = Counter()
         self.formats: list[str] = []
         self.by_wire: Counter[str] = Counter()
+        self.turn_reply = "Noted."
+        """What a streamed Responses call (an agent host's turn) is answered."""
+        self.turns: list[dict] = []
+        """The bodies of the streamed Responses calls, in order."""
         self._script: list[str | None] = []
         self._mode: str | None = None
         self._lock = threading.Lock()
@@ -219,6 +225,32 @@ class StubLLM:
             },
         }
 
+    def turn(self, request: dict) -> list[dict]:
+        """A streamed `POST /v1/responses`, as Codex sends each turn: the events of one
+        assistant message, `turn_reply` (no tool calls, so the turn ends there)."""
+        with self._lock:
+            self.turns.append(request)
+            self.by_wire["responses"] += 1
+        made = f"resp_{time.monotonic_ns()}"
+        text = self.turn_reply
+        item = {
+            "type": "message",
+            "id": f"msg_{time.monotonic_ns()}",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
+        usage = {
+            **_tokens(json.dumps(request.get("input")), text),
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        }
+        return [
+            {"type": "response.created", "response": {"id": made}},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": {"id": made, "usage": usage}},
+        ]
+
     def message(self, request: dict, api_key: str | None) -> tuple[int, dict]:
         """`POST /v1/messages`: Anthropic's Messages API, the answer forced into a tool."""
         if not api_key:
@@ -326,6 +358,22 @@ def _handler_for(stub: StubLLM):
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout): nothing to answer
 
+        def _stream(self, events: list[dict]) -> None:
+            """Server-sent events, then the connection closed (no length to give)."""
+            self.close_connection = True
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for event in events:
+                    self.wfile.write(
+                        f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+                    )
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
         def _anthropic(self) -> bool:
             return "anthropic-version" in self.headers
 
@@ -365,6 +413,9 @@ def _handler_for(stub: StubLLM):
                 request = json.loads(raw)
             except json.JSONDecodeError:
                 self._reply(400, errors(400, "request body is not JSON"))
+                return
+            if path == "/v1/responses" and request.get("stream") is True:
+                self._stream(stub.turn(request))
                 return
             self._reply(*route(request))
 

@@ -1,8 +1,9 @@
 """Codex CLI: `pps hooks install|uninstall codex` against Codex's own files, read back by the
-real `codex` binary (tests/hosts, `npm ci --prefix tests/hosts`), and `pps hook EVENT --host
-codex` fed the payloads Codex sends (the fields of the command-input schemas codex-cli
-0.171 carries) against a real server: what is stored (channel terminal:codex, the
-session, the roles, once) and what is injected, in the output shape Codex reads.
+real `codex` binary (tests/hosts, `npm ci --prefix tests/hosts`); a real `codex exec` turn
+through the installed hooks, its model the stand-in LLM (tests/stub_llm.py); and `pps hook
+EVENT --host codex` fed the payloads Codex sends (the fields of the command-input schemas
+codex-cli 0.171 carries) against a real server: what is stored (channel terminal:codex,
+the session, the roles, once) and what is injected, in the output shape Codex reads.
 
 Without the binary the tests that run it skip, except under PPS_REQUIRE_HOSTS=1 (CI)."""
 
@@ -18,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from ingest import codex_settings
+from tests.conftest import wait_for
 from tests.fixtures_ingest import ROOT, all_events, client_env, pps, token_of
+from tests.stub_llm import StubLLM
 
 CODEX = ROOT / "tests" / "hosts" / "node_modules" / ".bin" / "codex"
 EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
@@ -44,19 +47,22 @@ args = ["--port", "0"]
 """
 
 
-def codex(home: Path, *args: str) -> str:
-    """Run the real `codex` with `home` as its CODEX_HOME; its stdout."""
+def codex(home: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> str:
+    """Run the real `codex` with `home` as its CODEX_HOME (in `env`, else in this process's
+    environment without pps's and Codex's variables); its stdout."""
     if not CODEX.exists():
         if os.environ.get("PPS_REQUIRE_HOSTS") == "1":
             pytest.fail(f"PPS_REQUIRE_HOSTS=1 but {CODEX} is missing (npm ci --prefix tests/hosts)")
         pytest.skip("the codex CLI is not installed (npm ci --prefix tests/hosts)")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "PPS_"))}
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "PPS_"))}
     done = subprocess.run(
         [str(CODEX), *args],
         capture_output=True,
         text=True,
         env={**env, "CODEX_HOME": str(home)},
-        timeout=60,
+        cwd=cwd,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -283,3 +289,51 @@ def test_input_that_is_no_codex_payload_stores_nothing_and_prints_nothing(sessio
     assert all_events(api) == []
     log = (Path(env["PPS_CLIENT_DIR"]) / "hooks.log").read_text()
     assert "last_assistant_message" in log
+
+
+def test_a_real_codex_turn_is_captured_and_its_model_is_given_the_memory(
+    make_client, server, tmp_path
+):
+    """`codex exec`, the real CLI with pps's hooks installed (and trusted), its model the
+    stand-in LLM behind the Responses wire: Codex runs the hooks, the memory pps recalls reaches the
+    model with the prompt, and the prompt and the answer are stored once, in
+    terminal:codex."""
+    api = make_client()
+    photo = {"title": "Kettle", "content": "The kettle by the window is cobalt blue."}
+    assert api.post("/v1/anchors", json=photo).status_code in (200, 201)
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = client_env(
+        server.url, token_of(api), tmp_path / "client", CODEX_HOME=str(home), PPS_HOOK_BUDGET_S="20"
+    )
+    env.pop("OPENAI_API_KEY", None)
+    with StubLLM() as model:
+        model.turn_reply = "It is cobalt blue, by the window."
+        (home / "config.toml").write_text(
+            'model = "stub-model"\nmodel_provider = "stub"\n\n[model_providers.stub]\n'
+            f'name = "stub"\nbase_url = "{model.url}"\nwire_api = "responses"\n'
+        )
+        install(env, "--user")
+        # Codex asks a person to trust new hooks in its TUI (docs/capture.md); here the test
+        # is the person who read them.
+        trusted = "--dangerously-bypass-hook-trust"
+        prompt = "What colour is the kettle?"
+        out = codex(home, "exec", "--skip-git-repo-check", trusted, prompt, env=env, cwd=work)
+    assert "It is cobalt blue, by the window." in out
+    [turn] = model.turns
+    sent = json.dumps(turn["input"])
+    assert "What colour is the kettle?" in sent
+    assert "# Memory" in sent and "cobalt blue" in sent  # what the prompt's hook recalled
+
+    def stored():
+        found = [e for e in all_events(api) if e["event_type"] == "message"]
+        return found if len(found) == 2 else None
+
+    messages = wait_for(stored, 30, "the turn's prompt and answer")
+    assert [(e["role"], e["content"].strip()) for e in messages] == [
+        ("user", "What colour is the kettle?"),
+        ("assistant", "It is cobalt blue, by the window."),
+    ]
+    assert {e["channel"] for e in all_events(api)} == {"terminal:codex"}
+    assert len({e["session_id"] for e in messages}) == 1
