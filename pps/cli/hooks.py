@@ -167,7 +167,8 @@ def _install_codex(env: dict[str, str], budget_s: float, project: Path | None, u
     typer.echo(f"{config}: set {', '.join(changed) or 'nothing (already set)'}")
     typer.echo(
         f"Codex's MCP client sends the token in ${codex_settings.TOKEN_ENV}: export it where"
-        " Codex runs (the hooks read their token file). Codex asks you to trust the new hooks."
+        " Codex runs (the hooks read their token file). Start codex once and trust the new"
+        " hooks when it asks: until then Codex runs none of them."
     )
 
 
