@@ -14,7 +14,8 @@ run: $(VENV)/.installed
 # first build downloads Neo4j community, ~130 MB, from Maven Central into ~/.m2, outside
 # any test's timeout); tests/neo4j_server.py builds it too where it is missing or stale.
 NEO4J_LAUNCHER := $(if $(shell command -v mvn),tests/neo4j/target/.built)
-# The agent hosts' own CLIs the host tests run (tests/hosts: Codex), pinned, where npm is.
+# The agent hosts' own CLIs the host tests run (tests/hosts: Codex, Claude Code), pinned,
+# where npm is (Claude Code's postinstall, allowed in its package.json, puts its binary in).
 HOST_CLIS := $(if $(shell command -v npm),tests/hosts/node_modules/.installed)
 
 # The suite in TEST_WORKERS processes (pytest-xdist), each taking a whole test file at a

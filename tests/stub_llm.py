@@ -8,8 +8,9 @@ the three APIs pps speaks:
   provider's structured outputs: the answer is the tool call's `input`);
 
 and `GET /v1/models` for each. The only stand-in the tests allow. It is also the model of
-an agent host the tests run for real (Codex): a streamed `POST /v1/responses` is a turn,
-answered `turn_reply` as server-sent events and its body kept in `turns`. It answers each
+an agent host the tests run for real (Codex, Claude Code): a streamed `POST /v1/responses`
+or `/v1/messages` is a turn, answered `turn_reply` as server-sent events and its body kept
+in `turns`. It answers each
 Graphiti prompt with JSON that is valid for that prompt's response model (named by the
 `json_schema`, the tool, or, in json_object mode, the schema Graphiti appends to the
 prompt): entities are the capitalised words of the current message, facts join the
@@ -225,30 +226,61 @@ class StubLLM:
             },
         }
 
-    def turn(self, request: dict) -> list[dict]:
-        """A streamed `POST /v1/responses`, as Codex sends each turn: the events of one
-        assistant message, `turn_reply` (no tool calls, so the turn ends there)."""
+    def turn(self, wire: str, request: dict) -> list[dict]:
+        """A streamed call, as an agent host makes each turn (Codex on the Responses wire,
+        Claude Code on the Messages wire): the events of one assistant message,
+        `turn_reply`, with no tool call, so the turn ends there."""
         with self._lock:
             self.turns.append(request)
-            self.by_wire["responses"] += 1
-        made = f"resp_{time.monotonic_ns()}"
-        text = self.turn_reply
+            self.by_wire[wire] += 1
+        made, text = f"{time.monotonic_ns()}", self.turn_reply
+        usage = _tokens(json.dumps(request.get("input") or request.get("messages")), text)
+        if wire == "messages":
+            started = {
+                "id": f"msg_{made}",
+                "type": "message",
+                "role": "assistant",
+                "model": request.get("model") or self.model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 0},
+            }
+            return [
+                {"type": "message_start", "message": started},
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": text},
+                },
+                {"type": "content_block_stop", "index": 0},
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": {"output_tokens": usage["output_tokens"]},
+                },
+                {"type": "message_stop"},
+            ]
         item = {
             "type": "message",
-            "id": f"msg_{time.monotonic_ns()}",
+            "id": f"msg_{made}",
             "status": "completed",
             "role": "assistant",
             "content": [{"type": "output_text", "text": text, "annotations": []}],
         }
-        usage = {
-            **_tokens(json.dumps(request.get("input")), text),
+        usage |= {
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens_details": {"reasoning_tokens": 0},
         }
         return [
-            {"type": "response.created", "response": {"id": made}},
+            {"type": "response.created", "response": {"id": f"resp_{made}"}},
             {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {"type": "response.completed", "response": {"id": made, "usage": usage}},
+            {"type": "response.completed", "response": {"id": f"resp_{made}", "usage": usage}},
         ]
 
     def message(self, request: dict, api_key: str | None) -> tuple[int, dict]:
@@ -414,8 +446,8 @@ def _handler_for(stub: StubLLM):
             except json.JSONDecodeError:
                 self._reply(400, errors(400, "request body is not JSON"))
                 return
-            if path == "/v1/responses" and request.get("stream") is True:
-                self._stream(stub.turn(request))
+            if request.get("stream") is True and path in ("/v1/responses", "/v1/messages"):
+                self._stream(stub.turn(path.rsplit("/", 1)[1], request))
                 return
             self._reply(*route(request))
 

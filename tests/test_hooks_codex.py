@@ -20,10 +20,9 @@ import pytest
 
 from ingest import codex_settings
 from tests.conftest import wait_for
-from tests.fixtures_ingest import ROOT, all_events, client_env, pps, token_of
+from tests.fixtures_ingest import all_events, client_env, host_cli, pps, token_of
 from tests.stub_llm import StubLLM
 
-CODEX = ROOT / "tests" / "hosts" / "node_modules" / ".bin" / "codex"
 EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
 THEIRS_HOOKS = {
     "hooks": {
@@ -50,14 +49,11 @@ args = ["--port", "0"]
 def codex(home: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> str:
     """Run the real `codex` with `home` as its CODEX_HOME (in `env`, else in this process's
     environment without pps's and Codex's variables); its stdout."""
-    if not CODEX.exists():
-        if os.environ.get("PPS_REQUIRE_HOSTS") == "1":
-            pytest.fail(f"PPS_REQUIRE_HOSTS=1 but {CODEX} is missing (npm ci --prefix tests/hosts)")
-        pytest.skip("the codex CLI is not installed (npm ci --prefix tests/hosts)")
+    binary = host_cli("codex")
     if env is None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "PPS_"))}
     done = subprocess.run(
-        [str(CODEX), *args],
+        [str(binary), *args],
         capture_output=True,
         text=True,
         env={**env, "CODEX_HOME": str(home)},

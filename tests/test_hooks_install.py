@@ -10,7 +10,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.fixtures_ingest import Transcript, all_events, client_env, pps, token_of
+from tests.conftest import wait_for
+from tests.fixtures_ingest import Transcript, all_events, client_env, host_cli, pps, token_of
+from tests.stub_llm import StubLLM
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
 THEIRS = {
@@ -271,3 +273,57 @@ def test_doctor_says_which_installed_hook_has_a_token_the_service_refuses(
     assert f"refuses the token in the UserPromptSubmit http hook of {path} (401)" in shown
     with connect(server, rotated) as now:  # the event went with the file's token
         assert [e["event_type"] for e in all_events(now)] == ["session_start"]
+
+
+def test_a_real_claude_code_turn_is_captured_and_its_model_is_given_the_memory(
+    make_client, server, tmp_path
+):
+    """`claude -p`, the real CLI with the hooks `pps hooks install claude-code` wrote, its
+    model the stand-in LLM behind the Messages wire: Claude Code calls the http hook and
+    runs the commands, the memory pps recalls reaches the model with the prompt, and the
+    prompt and the answer are stored once, in terminal:claude."""
+    api = make_client()
+    photo = {"title": "Kettle", "content": "The kettle by the window is cobalt blue."}
+    assert api.post("/v1/anchors", json=photo).status_code in (200, 201)
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    env = client_env(
+        server.url, token_of(api), tmp_path / "client", HOME=str(home), PPS_HOOK_BUDGET_S="20"
+    )
+    done = install(env, "--user")
+    assert done.returncode == 0, done.stderr
+    for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"):
+        env.pop(name, None)
+    prompt = "What colour is the kettle?"
+    with StubLLM() as model:
+        model.turn_reply = "It is cobalt blue, by the window."
+        done = subprocess.run(
+            [str(host_cli("claude")), "-p", prompt],
+            capture_output=True,
+            text=True,
+            env={
+                **env,
+                "ANTHROPIC_BASE_URL": model.anthropic_url,
+                "ANTHROPIC_API_KEY": "sk-stub",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            },
+            cwd=work,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "It is cobalt blue, by the window." in done.stdout
+    asked = [t for t in model.turns if prompt in json.dumps(t["messages"])]
+    assert asked, [json.dumps(t["messages"])[:300] for t in model.turns]
+    sent = json.dumps(asked[0]["messages"])
+    assert "# Memory" in sent and "cobalt blue" in sent  # what the prompt's hook recalled
+
+    def stored():
+        found = [e for e in all_events(api) if e["event_type"] == "message"]
+        return found if len(found) == 2 else None
+
+    messages = wait_for(stored, 30, "the turn's prompt and answer")
+    assert [(e["role"], e["content"].strip()) for e in messages] == [
+        ("user", prompt),
+        ("assistant", "It is cobalt blue, by the window."),
+    ]
+    assert {e["channel"] for e in messages} == {"terminal:claude"}

@@ -13,8 +13,22 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+HOST_CLIS = ROOT / "tests" / "hosts" / "node_modules" / ".bin"
+"""The agent hosts' own CLIs (`npm ci --prefix tests/hosts`, which `make test` runs)."""
+
+
+def host_cli(name: str) -> Path:
+    """An agent host's own CLI (`codex`, `claude`). Without it a test skips, except under
+    PPS_REQUIRE_HOSTS=1 (CI), where it fails."""
+    found = HOST_CLIS / name
+    if not found.exists():
+        if os.environ.get("PPS_REQUIRE_HOSTS") == "1":
+            pytest.fail(f"PPS_REQUIRE_HOSTS=1 but {found} is missing (npm ci --prefix tests/hosts)")
+        pytest.skip(f"the {name} CLI is not installed (npm ci --prefix tests/hosts)")
+    return found
 
 
 def token_of(client: httpx.Client) -> str:
