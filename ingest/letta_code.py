@@ -55,10 +55,10 @@ HOST = "letta-code"
 CHANNEL = "terminal:letta"
 SOURCE = "letta-code"
 AGENT_ENV = "PPS_LETTA_AGENT"
+"""The agent (id or name) the installed hooks serve."""
 ASKED_KEPT = 20
 """How many recent prompts of a working directory are remembered with their conversation
 (Stop names no conversation: its `user_message` finds the one it answers)."""
-"""The agent (id or name) the installed hooks serve."""
 EVENTS = cc.EVENTS
 TEXT_FIELDS = (
     "working_directory",

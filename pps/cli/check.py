@@ -83,7 +83,7 @@ def _check_here(settings, entity: str | None, repair: bool) -> dict:
     known = index.entities()
     if entity is not None and entity not in known:
         fail(f"no entity named {entity!r}")
-    with graph_here(settings, db) as graph:
+    with graph_here(settings, db, "pps check") as graph:
         report = consistency.run(index, graph, [entity] if entity else known, repair=repair)
     return report.model_dump(mode="json")
 

@@ -27,7 +27,7 @@ def duplicates(entity: EntityOpt = None, as_json: AsJson = False, data_dir: Data
 
     settings, db, names = graph_entities(entity, data_dir, "curate")
     found = {}
-    with graph_here(settings, db) as graph:
+    with graph_here(settings, db, "pps graph") as graph:
         for name in names:
             with engine_errors():
                 found[name] = curator.duplicates(graph, settings, name)
@@ -60,7 +60,7 @@ def merge(
 
     settings, db, names = graph_entities(entity, data_dir, "curate")
     done = {}
-    with graph_here(settings, db) as graph:
+    with graph_here(settings, db, "pps graph") as graph:
         for name in names:
             with engine_errors():
                 plan = curator.merge_duplicates(graph, settings, name, dry_run=True)

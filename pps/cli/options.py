@@ -96,12 +96,13 @@ def entity_names(db, entity: str | None) -> list[str]:
 
 
 @contextmanager
-def graph_here(settings, db) -> Iterator[object | None]:
+def graph_here(settings, db, command: str) -> Iterator[object | None]:
     """The graph as a command reaches it (something with `.store`), or None when none is
     configured: an external one (GRAPH_URL, Neo4j) directly; the embedded FalkorDB
     through the running server's socket, or started here under the data dir's lock when
-    no server runs. A graph that cannot be reached is a store whose reads fail (`pps
-    check` reports it unavailable), or None as its store, with `why`."""
+    no server runs (held in `command`'s name). A graph that cannot be reached is a store
+    whose reads fail (`pps check` reports it unavailable), or None as its store, with
+    `why`."""
     if settings.graph_backend == "none":
         yield None
         return
@@ -119,7 +120,7 @@ def graph_here(settings, db) -> Iterator[object | None]:
             store.stop()
         return
     try:
-        lock = DataDirLock.acquire(settings.data_dir, "pps check")
+        lock = DataDirLock.acquire(settings.data_dir, command)
     except DataDirBusy:  # a server runs: its FalkorDB answers on the data dir's socket
         socket = settings.data_dir / "graph" / "falkordb.sock"
         if not socket.exists():
