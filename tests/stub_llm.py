@@ -10,12 +10,13 @@ the three APIs pps speaks:
 and `GET /v1/models` for each. The only stand-in the tests allow. It is also the model of
 an agent host the tests run for real (Codex, Claude Code): a streamed `POST /v1/responses`
 or `/v1/messages` is a turn, answered `turn_reply` as server-sent events and its body kept
-in `turns`. It answers each
-Graphiti prompt with JSON that is valid for that prompt's response model (named by the
-`json_schema`, the tool, or, in json_object mode, the schema Graphiti appends to the
-prompt): entities are the capitalised words of the current message, facts join the
-entities that share a sentence, and a duplicate is an exact name (or fact) match; a
-summary (summarize_messages) repeats the turns it was given.
+in `turns`.
+
+It answers each Graphiti prompt with JSON that is valid for that prompt's response model
+(named by the `json_schema`, the tool, or, in json_object mode, the schema Graphiti
+appends to the prompt): entities are the capitalised words of the current message, facts
+join the entities that share a sentence, and a duplicate is an exact name (or fact)
+match; a summary (summarize_messages) repeats the turns it was given.
 
 It can be told to answer 429, 500, 503, 529 (Anthropic's overloaded), 401, no credit
 left (`quota`: OpenAI's 429 `insufficient_quota`, Anthropic's 402), a refusal
@@ -84,9 +85,9 @@ class StubLLM:
         self.formats: list[str] = []
         self.by_wire: Counter[str] = Counter()
         self.turn_reply = "Noted."
-        """What a streamed Responses call (an agent host's turn) is answered."""
+        """What a streamed call (an agent host's turn) is answered."""
         self.turns: list[dict] = []
-        """The bodies of the streamed Responses calls, in order."""
+        """The bodies of the streamed calls, in order."""
         self._script: list[str | None] = []
         self._mode: str | None = None
         self._lock = threading.Lock()

@@ -19,8 +19,17 @@ from pathlib import Path
 import pytest
 
 from ingest import codex_settings
-from tests.conftest import wait_for
-from tests.fixtures_ingest import all_events, client_env, host_cli, pps, token_of
+from tests.fixtures_ingest import (
+    KETTLE,
+    KETTLE_PROMPT,
+    KETTLE_REPLY,
+    all_events,
+    client_env,
+    host_cli,
+    host_turn_stored,
+    pps,
+    token_of,
+)
 from tests.stub_llm import StubLLM
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
@@ -291,12 +300,11 @@ def test_a_real_codex_turn_is_captured_and_its_model_is_given_the_memory(
     make_client, server, tmp_path
 ):
     """`codex exec`, the real CLI with pps's hooks installed (and trusted), its model the
-    stand-in LLM behind the Responses wire: Codex runs the hooks, the memory pps recalls reaches the
-    model with the prompt, and the prompt and the answer are stored once, in
+    stand-in LLM behind the Responses wire: Codex runs the hooks, the memory pps recalls
+    reaches the model with the prompt, and the prompt and the answer are stored once, in
     terminal:codex."""
     api = make_client()
-    photo = {"title": "Kettle", "content": "The kettle by the window is cobalt blue."}
-    assert api.post("/v1/anchors", json=photo).status_code in (200, 201)
+    assert api.post("/v1/anchors", json=KETTLE).status_code in (200, 201)
     home, work = tmp_path / "codex-home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
@@ -305,7 +313,7 @@ def test_a_real_codex_turn_is_captured_and_its_model_is_given_the_memory(
     )
     env.pop("OPENAI_API_KEY", None)
     with StubLLM() as model:
-        model.turn_reply = "It is cobalt blue, by the window."
+        model.turn_reply = KETTLE_REPLY
         (home / "config.toml").write_text(
             'model = "stub-model"\nmodel_provider = "stub"\n\n[model_providers.stub]\n'
             f'name = "stub"\nbase_url = "{model.url}"\nwire_api = "responses"\n'
@@ -314,22 +322,18 @@ def test_a_real_codex_turn_is_captured_and_its_model_is_given_the_memory(
         # Codex asks a person to trust new hooks in its TUI (docs/capture.md); here the test
         # is the person who read them.
         trusted = "--dangerously-bypass-hook-trust"
-        prompt = "What colour is the kettle?"
-        out = codex(home, "exec", "--skip-git-repo-check", trusted, prompt, env=env, cwd=work)
-    assert "It is cobalt blue, by the window." in out
+        out = codex(
+            home, "exec", "--skip-git-repo-check", trusted, KETTLE_PROMPT, env=env, cwd=work
+        )
+    assert KETTLE_REPLY in out
     [turn] = model.turns
     sent = json.dumps(turn["input"])
-    assert "What colour is the kettle?" in sent
+    assert KETTLE_PROMPT in sent
     assert "# Memory" in sent and "cobalt blue" in sent  # what the prompt's hook recalled
-
-    def stored():
-        found = [e for e in all_events(api) if e["event_type"] == "message"]
-        return found if len(found) == 2 else None
-
-    messages = wait_for(stored, 30, "the turn's prompt and answer")
+    messages = host_turn_stored(api)
     assert [(e["role"], e["content"].strip()) for e in messages] == [
-        ("user", "What colour is the kettle?"),
-        ("assistant", "It is cobalt blue, by the window."),
+        ("user", KETTLE_PROMPT),
+        ("assistant", KETTLE_REPLY),
     ]
     assert {e["channel"] for e in all_events(api)} == {"terminal:codex"}
     assert len({e["session_id"] for e in messages}) == 1

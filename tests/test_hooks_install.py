@@ -10,8 +10,18 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.conftest import wait_for
-from tests.fixtures_ingest import Transcript, all_events, client_env, host_cli, pps, token_of
+from tests.fixtures_ingest import (
+    KETTLE,
+    KETTLE_PROMPT,
+    KETTLE_REPLY,
+    Transcript,
+    all_events,
+    client_env,
+    host_cli,
+    host_turn_stored,
+    pps,
+    token_of,
+)
 from tests.stub_llm import StubLLM
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
@@ -283,8 +293,7 @@ def test_a_real_claude_code_turn_is_captured_and_its_model_is_given_the_memory(
     runs the commands, the memory pps recalls reaches the model with the prompt, and the
     prompt and the answer are stored once, in terminal:claude."""
     api = make_client()
-    photo = {"title": "Kettle", "content": "The kettle by the window is cobalt blue."}
-    assert api.post("/v1/anchors", json=photo).status_code in (200, 201)
+    assert api.post("/v1/anchors", json=KETTLE).status_code in (200, 201)
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
     env = client_env(
@@ -294,11 +303,10 @@ def test_a_real_claude_code_turn_is_captured_and_its_model_is_given_the_memory(
     assert done.returncode == 0, done.stderr
     for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"):
         env.pop(name, None)
-    prompt = "What colour is the kettle?"
     with StubLLM() as model:
-        model.turn_reply = "It is cobalt blue, by the window."
+        model.turn_reply = KETTLE_REPLY
         done = subprocess.run(
-            [str(host_cli("claude")), "-p", prompt],
+            [str(host_cli("claude")), "-p", KETTLE_PROMPT],
             capture_output=True,
             text=True,
             env={
@@ -311,19 +319,14 @@ def test_a_real_claude_code_turn_is_captured_and_its_model_is_given_the_memory(
             timeout=120,
         )
     assert done.returncode == 0, done.stderr
-    assert "It is cobalt blue, by the window." in done.stdout
-    asked = [t for t in model.turns if prompt in json.dumps(t["messages"])]
+    assert KETTLE_REPLY in done.stdout
+    asked = [t for t in model.turns if KETTLE_PROMPT in json.dumps(t["messages"])]
     assert asked, [json.dumps(t["messages"])[:300] for t in model.turns]
     sent = json.dumps(asked[0]["messages"])
     assert "# Memory" in sent and "cobalt blue" in sent  # what the prompt's hook recalled
-
-    def stored():
-        found = [e for e in all_events(api) if e["event_type"] == "message"]
-        return found if len(found) == 2 else None
-
-    messages = wait_for(stored, 30, "the turn's prompt and answer")
+    messages = host_turn_stored(api)
     assert [(e["role"], e["content"].strip()) for e in messages] == [
-        ("user", prompt),
-        ("assistant", "It is cobalt blue, by the window."),
+        ("user", KETTLE_PROMPT),
+        ("assistant", KETTLE_REPLY),
     ]
     assert {e["channel"] for e in messages} == {"terminal:claude"}

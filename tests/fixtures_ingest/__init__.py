@@ -31,6 +31,25 @@ def host_cli(name: str) -> Path:
     return found
 
 
+# A real host's turn (tests/test_hooks_codex.py, tests/test_hooks_install.py): a memory the
+# prompt's recall finds, the prompt, and what the stand-in model answers.
+KETTLE = {"title": "Kettle", "content": "The kettle by the window is cobalt blue."}
+KETTLE_PROMPT = "What colour is the kettle?"
+KETTLE_REPLY = "It is cobalt blue, by the window."
+
+
+def host_turn_stored(client: httpx.Client) -> list[dict]:
+    """The prompt and the answer of a host's turn, once its hooks have stored both (waited
+    for, bounded): the message events, oldest first."""
+    from tests.conftest import wait_for
+
+    def both() -> list[dict] | None:
+        found = [e for e in all_events(client) if e["event_type"] == "message"]
+        return found if len(found) == 2 else None
+
+    return wait_for(both, 30, "the turn's prompt and answer")
+
+
 def token_of(client: httpx.Client) -> str:
     return client.headers["Authorization"].split()[1]
 
