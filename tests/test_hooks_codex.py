@@ -241,7 +241,7 @@ def test_a_turn_is_stored_once_with_its_roles_and_recall_names_other_sessions(se
         "UserPromptSubmit",
         first,
         env,
-        prompt="Where did we put the robe? <private>pin 4411</private>",
+        prompt="Where did we put the robe? <private>pin quokka-4411</private>",
     )
     answer = "In the hall closet, next to the umbrellas."
     for _ in range(2):  # Codex may run Stop again (stop_hook_active): stored once
@@ -252,7 +252,7 @@ def test_a_turn_is_stored_once_with_its_roles_and_recall_names_other_sessions(se
         ("assistant", answer),
     ]
     assert {(e["channel"], e["session_id"]) for e in turns} == {("terminal:codex", first.id)}
-    assert all("4411" not in json.dumps(e) for e in turns)
+    assert all("quokka" not in json.dumps(e) for e in turns)
 
     second = Session(Path(first.cwd))
     done = hook(  # Codex sends a null transcript_path when it keeps no rollout file

@@ -152,7 +152,12 @@ def test_session_start_records_the_start_and_injects_memory_text(conversation):
 
 def test_a_turn_is_stored_once_in_its_conversation_and_recall_names_other_ones(conversation):
     api, env, first = conversation
-    hook("UserPromptSubmit", first, env, prompt="Where is the robe? <private>pin 4411</private>")
+    hook(
+        "UserPromptSubmit",
+        first,
+        env,
+        prompt="Where is the robe? <private>pin quokka-4411</private>",
+    )
     answer = "In the hall closet, next to the umbrellas."
     hook("Stop", first, env, assistant_message=answer, user_message="Where is the robe?")
     turns = all_events(api)
@@ -161,7 +166,7 @@ def test_a_turn_is_stored_once_in_its_conversation_and_recall_names_other_ones(c
         ("assistant", answer),
     ]
     assert {(e["channel"], e["session_id"]) for e in turns} == {("terminal:letta", first.id)}
-    assert all("4411" not in json.dumps(e) for e in turns)
+    assert all("quokka" not in json.dumps(e) for e in turns)
 
     second = Conversation(Path(first.cwd))
     done = hook("UserPromptSubmit", second, env, prompt="the robe: which closet was it?")

@@ -186,13 +186,13 @@ def test_the_recall_log_filters(lyra):
 
 def test_private_text_in_a_context_is_neither_searched_nor_logged(lyra):
     """For a client that did not strip it (the hooks do): the rest is recalled for."""
-    answer = recall(lyra, context="the comfy robe <private>my diary says 8812</private>")
+    answer = recall(lyra, context="the comfy robe <private>my diary says zwieback</private>")
     assert any("comfy robe" in i["text"] for i in answer["items"])
     [entry] = lyra.get("/v1/recall/log", params={"limit": 1}).json()["entries"]
-    assert entry["context"] == "the comfy robe " and "8812" not in str(entry)
-    only = lyra.post("/v1/recall", json={"context": "<private>8812</private>"})
+    assert entry["context"] == "the comfy robe " and "zwieback" not in str(entry)
+    only = lyra.post("/v1/recall", json={"context": "<private>zwieback</private>"})
     assert only.status_code == 422 and only.json()["problems"][0]["field"] == "context"
-    assert "8812" not in str(lyra.get("/v1/recall/log").json())
+    assert "zwieback" not in str(lyra.get("/v1/recall/log").json())
 
 
 def test_recall_log_records_each_call(lyra):
