@@ -19,12 +19,14 @@ if __package__ in (None, ""):  # run by path: bench/ingest.py must not shadow `i
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 
 import httpx
 
@@ -32,6 +34,18 @@ from bench.client_start import PPS, prompt_hook
 from pps.process import ServerProcess
 
 SPIN = "while True: pass"
+
+
+@contextlib.contextmanager
+def busy_beside(count: int) -> Iterator[None]:
+    """`count` CPU-bound processes running for the length of the block."""
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
 
 
 def new_connections() -> httpx.Client:
@@ -156,20 +170,9 @@ def main() -> None:
             with new_connections() as client:
                 http_hook(client, server.url, token, -1)
             measure("idle", server.url, token, env, home, args.runs)
-            spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.busy)]
-            try:
-                measure(
-                    f"beside {args.busy} CPU-bound processes",
-                    server.url,
-                    token,
-                    env,
-                    home,
-                    args.runs,
-                )
-            finally:
-                for spinner in spinners:
-                    spinner.kill()
-                    spinner.wait()
+            with busy_beside(args.busy):
+                label = f"beside {args.busy} CPU-bound processes"
+                measure(label, server.url, token, env, home, args.runs)
 
 
 if __name__ == "__main__":

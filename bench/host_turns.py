@@ -28,7 +28,7 @@ import time
 
 import httpx
 
-from bench.hooks import SPIN, percentiles
+from bench.hooks import busy_beside, percentiles
 from pps.process import ServerProcess
 from tests.fixtures_ingest import HOST_CLIS, KETTLE, KETTLE_PROMPT, KETTLE_REPLY
 from tests.stub_llm import StubLLM
@@ -142,13 +142,8 @@ def main() -> None:
                 for kind_env in kinds.values():
                     turn(host, kind_env, work)
             measure("idle", envs, work, args.runs)
-            spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.busy)]
-            try:
+            with busy_beside(args.busy):
                 measure(f"beside {args.busy} CPU-bound processes", envs, work, args.runs)
-            finally:
-                for spinner in spinners:
-                    spinner.kill()
-                    spinner.wait()
 
 
 if __name__ == "__main__":
