@@ -24,9 +24,9 @@ from tests.fixtures_ingest import (
     KETTLE_PROMPT,
     KETTLE_REPLY,
     all_events,
+    assert_host_turn,
     client_env,
     host_cli,
-    host_turn_stored,
     pps,
     token_of,
 )
@@ -327,13 +327,5 @@ def test_a_real_codex_turn_is_captured_and_its_model_is_given_the_memory(
         )
     assert KETTLE_REPLY in out
     [turn] = model.turns
-    sent = json.dumps(turn["input"])
-    assert KETTLE_PROMPT in sent
-    assert "# Memory" in sent and "cobalt blue" in sent  # what the prompt's hook recalled
-    messages = host_turn_stored(api)
-    assert [(e["role"], e["content"].strip()) for e in messages] == [
-        ("user", KETTLE_PROMPT),
-        ("assistant", KETTLE_REPLY),
-    ]
+    assert_host_turn(api, json.dumps(turn["input"]), "terminal:codex")
     assert {e["channel"] for e in all_events(api)} == {"terminal:codex"}
-    assert len({e["session_id"] for e in messages}) == 1

@@ -16,9 +16,9 @@ from tests.fixtures_ingest import (
     KETTLE_REPLY,
     Transcript,
     all_events,
+    assert_host_turn,
     client_env,
     host_cli,
-    host_turn_stored,
     pps,
     token_of,
 )
@@ -322,11 +322,4 @@ def test_a_real_claude_code_turn_is_captured_and_its_model_is_given_the_memory(
     assert KETTLE_REPLY in done.stdout
     asked = [t for t in model.turns if KETTLE_PROMPT in json.dumps(t["messages"])]
     assert asked, [json.dumps(t["messages"])[:300] for t in model.turns]
-    sent = json.dumps(asked[0]["messages"])
-    assert "# Memory" in sent and "cobalt blue" in sent  # what the prompt's hook recalled
-    messages = host_turn_stored(api)
-    assert [(e["role"], e["content"].strip()) for e in messages] == [
-        ("user", KETTLE_PROMPT),
-        ("assistant", KETTLE_REPLY),
-    ]
-    assert {e["channel"] for e in messages} == {"terminal:claude"}
+    assert_host_turn(api, json.dumps(asked[0]["messages"]), "terminal:claude")

@@ -38,16 +38,27 @@ KETTLE_PROMPT = "What colour is the kettle?"
 KETTLE_REPLY = "It is cobalt blue, by the window."
 
 
-def host_turn_stored(client: httpx.Client) -> list[dict]:
-    """The prompt and the answer of a host's turn, once its hooks have stored both (waited
-    for, bounded): the message events, oldest first."""
+def assert_host_turn(client: httpx.Client, sent: str, channel: str) -> None:
+    """What a real host's turn must show: the memory pps recalled reached the model with
+    the prompt (`sent`: the model's input, as JSON), and once the hooks have stored them
+    (waited for, bounded), the prompt and the answer, once each, in `channel`, in one
+    session."""
     from tests.conftest import wait_for
+
+    assert KETTLE_PROMPT in sent
+    assert "# Memory" in sent and "cobalt blue" in sent  # what the prompt's hook recalled
 
     def both() -> list[dict] | None:
         found = [e for e in all_events(client) if e["event_type"] == "message"]
         return found if len(found) == 2 else None
 
-    return wait_for(both, 30, "the turn's prompt and answer")
+    messages = wait_for(both, 30, "the turn's prompt and answer")
+    assert [(e["role"], e["content"].strip()) for e in messages] == [
+        ("user", KETTLE_PROMPT),
+        ("assistant", KETTLE_REPLY),
+    ]
+    assert {e["channel"] for e in messages} == {channel}
+    assert len({e["session_id"] for e in messages}) == 1
 
 
 def token_of(client: httpx.Client) -> str:
