@@ -167,8 +167,9 @@ def other_agent(payload: dict[str, Any], state: Path) -> str | None:
 # --- the hooks -----------------------------------------------------------------------------
 
 
-def _conversation_key(hook: cc.Hook) -> str:
-    return "cwd:" + str(hook.payload.get("cwd") or "")
+def _folder_key(working_directory: Any) -> str:
+    """The state of a working directory (its prompts' conversations), by this key."""
+    return "cwd:" + str(working_directory or "")
 
 
 def session_start(hook: cc.Hook) -> str | None:
@@ -184,10 +185,11 @@ def user_prompt_submit(hook: cc.Hook) -> str | None:
     if prompt is None or hook.payload.get("is_command") is True:
         cc._flush(hook)
         return None
-    with hook.sessions.edit(_conversation_key(hook)) as remembered:
+    with hook.sessions.edit(_folder_key(hook.payload.get("working_directory"))) as remembered:
         remembered.transcript = hook.session  # the conversation Stop's answer belongs to
-        asked = {k: v for k, v in remembered.asked.items() if k != _digest(prompt)}
-        asked[_digest(prompt)] = hook.session
+        key = _digest(prompt)
+        asked = {k: v for k, v in remembered.asked.items() if k != key}
+        asked[key] = hook.session
         remembered.asked = dict(list(asked.items())[-ASKED_KEPT:])
     parts = _turn(hook, "user", prompt)
     return cc._recall_while_flushing(hook, _request(hook, prompt, answering=cc.answering(parts)))
@@ -258,8 +260,7 @@ def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> 
         if refused is not None:
             cc.log(settings, f"letta-code {name}", refused)
             return refused if name in ("SessionStart", "UserPromptSubmit") else None
-        cwd = str(payload.get("working_directory") or "")
-        with sessions.edit("cwd:" + cwd) as remembered:
+        with sessions.edit(_folder_key(payload.get("working_directory"))) as remembered:
             conversation = remembered.transcript
             answered = _text(payload, "user_message")  # Stop's: the prompt it answers
             if answered is not None:
