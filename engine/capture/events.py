@@ -449,13 +449,16 @@ def _decode_cursor(cursor: str) -> tuple[str, int]:
 _TURN_COLUMNS = "id, entity, channel, author, role, content, session_id, created_at"
 
 
-def turns_among(conn: sqlite3.Connection, ids: list[int]) -> list[sqlite3.Row]:
-    """The turns among these events (markers are not), in time order: each row's id,
-    entity, channel, author, role, content, session_id and created_at."""
+def turns_among(
+    conn: sqlite3.Connection, ids: list[int], role: str | None = None
+) -> list[sqlite3.Row]:
+    """The turns among these events (markers are not), of `role` only when given, in time
+    order: each row's id, entity, channel, author, role, content, session_id and
+    created_at."""
     return conn.execute(
         f"SELECT {_TURN_COLUMNS} FROM events WHERE id IN (SELECT value FROM json_each(?))"
-        f" AND {turns_only()} ORDER BY created_at, id",
-        (json.dumps(ids),),
+        f" AND {turns_only()} AND (? IS NULL OR role = ?) ORDER BY created_at, id",
+        (json.dumps(ids), role, role),
     ).fetchall()
 
 

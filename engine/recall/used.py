@@ -89,9 +89,8 @@ def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
     """(A capture listener, in the batch's transaction.) Mark the recalls each new
     assistant reply answers; never raises."""
     try:
-        for turn in capture.turns_among(conn, event_ids):
-            if turn["role"] == "assistant":
-                _mark(conn, entity, turn)
+        for reply in capture.turns_among(conn, event_ids, role="assistant"):
+            _mark(conn, entity, reply)
     except Exception:  # marking is a by-product: it never fails the capture
         log.exception("marking recalled items used failed; the events are stored")
 
