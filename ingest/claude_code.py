@@ -1,11 +1,12 @@
-"""Claude Code: the hooks (`pps hook <event>`) and the reading of its session transcripts.
+"""Claude Code: its hooks' payloads, what each hook stores and recalls, and the reading of
+its session transcripts.
 
 The formats, from the Claude Code hooks reference (code.claude.com/docs/en/hooks):
 every hook gets one JSON object on stdin with `session_id`, `transcript_path`, `cwd`,
 `permission_mode` and `hook_event_name`, plus `source` (startup|resume|clear|compact) for
 SessionStart, `prompt` for UserPromptSubmit, `stop_hook_active` for Stop, `trigger`
 (manual|auto) and `custom_instructions` for PreCompact, `reason` for SessionEnd. On exit 0,
-SessionStart and UserPromptSubmit add context to the conversation; we print it as
+SessionStart and UserPromptSubmit add context to the conversation; we answer
 `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`, which cannot be
 mistaken for anything else whatever the context says. Any hook's `systemMessage` is a line
 Claude Code shows the user: ours says the service refused the token (a 401).
@@ -14,58 +15,54 @@ are not turns), `uuid`, `sessionId`, `timestamp`, `cwd`, `gitBranch`, `isSidecha
 `isMeta`, and `message` whose `content` is a string or a list of blocks (`text`,
 `tool_use`, `tool_result`, `thinking`, ...).
 
-What each hook does (all of them within PPS_HOOK_BUDGET_S, exit 0, whatever happens):
-- SessionStart: records a `session_start` event; prints recall("startup").
-- UserPromptSubmit: captures the prompt; prints recall(prompt), which never returns the
+The service does each hook's work (POST /v1/hooks/claude-code, pps.rest.hooks), from the
+payload and what the hook client (ingest.hook) adds to it: the transcript's lines written
+since the last capture (only the client's machine can read the transcript), a call id and
+the moment the host fired the hook. What each hook does:
+- SessionStart: records a `session_start` event; answers recall("startup").
+- UserPromptSubmit: captures the prompt; answers recall(prompt), which never returns the
   prompt itself (it names the prompt's event as the one it is answering).
 Both recalls say where they are (channel `terminal:claude`, the session), so this session's turns
 are not "news from other channels", and ask for at most PPS_HOOK_MAX_CHARS characters.
 The `session_start`, `pre_compact` and `session_end` events are markers: stored, never
 recalled as turns (engine.capture.markers).
-- Stop: captures the turns written to the transcript since the last capture; the position
-  is kept per session, so each line is read once.
-- PreCompact, SessionEnd: the same, then an event that closes the episode window.
-Everything captured is spooled before anything is sent (see ingest.client). Text wrapped
-in `<private>…</private>` is stripped from the prompt and from every transcript turn
-before anything is derived from it (engine.kernel.private): never stored, spooled or sent.
+- Stop: captures the turns in the transcript lines the client sent; the service keeps the
+  position per session, so each line is stored once however often it is sent.
+- PreCompact, SessionEnd: the same, then an event that closes the episode window (none
+  for a session nothing was ever stored of: `claude mcp list` ends sessions it never
+  started).
+Text wrapped in `<private>…</private>` is stripped from the prompt and from every
+transcript turn before anything is derived from it (engine.kernel.private): never stored.
 
 Uids: an assistant turn is `cc:<line uuid>`. A user turn is `cc:<session>:u:<hash of the
 text>:<n>` (its n-th occurrence in the session), because the prompt hook sees the text
-before the transcript line exists; the Stop hook and the importer derive the same uid from
-the transcript, so a prompt is stored once however it arrives.
+before the transcript line exists; the transcript sweep and the importer derive the same
+uid from the transcript, so a prompt is stored once however it arrives. A call the client
+sends again (from its spool) gets the uids it got the first time.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
+import itertools
 import json
-import os
-import select
-import sys
-import threading
+import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.kernel import limits, private, timestamps
-from engine.kernel.config import ClientSettings
-from engine.kernel.errors import InputError
-from engine.kernel.files import ensure_private_dir
+from engine.kernel.errors import Conflict, InputError
 from engine.kernel.requests import is_blank
 from ingest import events as ev
-from ingest.client import Client, client_dir
 
 CHANNEL = "terminal:claude"
 SOURCE = "claude-code"
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
 SESSION_MAX = 256
 """Longest session id taken (what events and recall take)."""
-MAX_READ = 64 * 1024 * 1024
-"""Most transcript bytes one hook reads; the rest waits for the next hook."""
 _PLUMBING = ("<command-", "<local-command-")
 """User lines that are slash-command plumbing written by Claude Code, not what was typed."""
 
@@ -164,13 +161,18 @@ def _text(content: Any) -> str:
     raise ValueError("message.content is neither text nor a list of blocks")
 
 
-# --- per-session state ---------------------------------------------------------------------
+# --- per-session state (kept by the service: engine.capture.hook_sessions) ---------------
+
+
+HANDLED_KEPT = 64
+"""How many recent calls of a session remember the occurrence they were given."""
 
 
 @dataclass
 class SessionState:
-    """Where the last capture of a session's transcript stopped, and the occurrence counts
-    of user texts from the transcript (`lines`) and from the prompt hook (`prompts`).
+    """Where the transcript capture of a session stopped (`transcript`, `offset`), the
+    occurrence counts of user texts from the transcript (`lines`) and from the prompt hook
+    (`prompts`), and the occurrence each recent call was given (`handled`, by call id).
     (ingest.letta_code keeps a working directory's state here too: `transcript` the
     conversation of its last prompt, `asked` that of each recent prompt, by its digest.)"""
 
@@ -179,66 +181,84 @@ class SessionState:
     lines: dict[str, dict[str, int]] = field(default_factory=dict)
     prompts: dict[str, dict[str, int]] = field(default_factory=dict)
     asked: dict[str, str] = field(default_factory=dict)
+    handled: dict[str, int] = field(default_factory=dict)
+    agent: str | None = None
+    """Letta Code: the agent a conversation's prompts were asked of; under the key
+    `agent`, the one the hooks serve."""
+
+    @classmethod
+    def of(cls, stored: Mapping[str, Any]) -> SessionState:
+        known = {name: stored[name] for name in cls.__dataclass_fields__ if name in stored}
+        return cls(**known)
 
 
-class Sessions:
-    """Session states, one small 0600 JSON file each, written atomically."""
+def occurrence(state: SessionState, session: str, text: str, call: str | None) -> int:
+    """The n of a prompt's uid: how often the session's prompts held this text before.
+    A call handled before (its id in `handled`) gets the n it got then."""
+    if call is not None and call in state.handled:
+        return state.handled[call]
+    n = Occurrences(state.prompts).next(session, text)
+    if call is not None:
+        state.handled[call] = n
+        state.handled = dict(list(state.handled.items())[-HANDLED_KEPT:])
+    return n
 
-    def __init__(self, directory: Path):
-        self.directory = directory
 
-    def path(self, session: str) -> Path:
-        name = hashlib.sha256(session.encode()).hexdigest()[:32]
-        return self.directory / f"{name}.json"
+@dataclass(frozen=True)
+class Chunk:
+    """Transcript lines a hook client read: from byte `start` of the file, each line with
+    the byte it ends at (its private text already stripped by the client, so a line's
+    text is not always its bytes), and the file's size then."""
 
-    @contextlib.contextmanager
-    def edit(self, session: str) -> Iterator[SessionState]:
-        """Read, change and write back one session's state under a lock."""
-        ensure_private_dir(self.directory)
-        path = self.path(session)
-        fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                state = SessionState(**json.loads(path.read_text()))
-            except (FileNotFoundError, ValueError, TypeError):
-                state = SessionState()
-            yield state
-            temporary = path.with_suffix(".tmp")
-            temporary.write_text(json.dumps(state.__dict__))
-            temporary.chmod(0o600)
-            os.replace(temporary, path)
-        finally:
-            os.close(fd)
+    path: str
+    start: int
+    size: int
+    lines: list[tuple[int, str]]
+
+
+class TranscriptGap(Conflict):
+    """The client sent lines from past where the service stopped (`offset`): it sends
+    again from there, so that no line is skipped and every count stays right."""
+
+    def __init__(self, offset: int):
+        self.offset = offset
+        super().__init__(
+            f"the service has this transcript up to byte {offset}: send it from there",
+            field="pps.transcript.start",
+        )
 
 
 def read_new_turns(
-    state: SessionState, transcript: Path, session: str, max_bytes: int
+    state: SessionState, chunk: Chunk, session: str, max_bytes: int
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The turns in complete lines written since `state.offset` (advanced past them), and
-    the problems of lines that could not be read (skipped, never retried)."""
-    if state.transcript != str(transcript) or state.offset > transcript.stat().st_size:
-        state.transcript, state.offset, state.lines = str(transcript), 0, {}
-    with open(transcript, "rb") as file:
-        file.seek(state.offset)
-        data = file.read(MAX_READ)
-    complete = data[: data.rfind(b"\n") + 1]
+    """The turns in the lines of `chunk` past `state.offset` (advanced past them), and the
+    problems of lines that could not be read (skipped, never retried). A transcript other
+    than the state's, or one shorter than its offset, is read from its start. Raises
+    TranscriptGap for lines past the offset."""
+    if state.transcript != chunk.path or state.offset > chunk.size:
+        state.transcript, state.offset, state.lines = chunk.path, 0, {}
     occurrences = Occurrences(state.lines)
     found, problems = [], []
-    for number, raw in enumerate(complete.splitlines(), 1):
-        if not raw.strip():
+    name, start = Path(chunk.path).name, chunk.start
+    for number, (end, text) in enumerate(chunk.lines, 1):
+        line_start, start = start, end
+        if end <= state.offset:
+            continue  # sent before (again, from the client's spool)
+        if line_start > state.offset:
+            raise TranscriptGap(state.offset)
+        state.offset = end
+        if not text.strip():
             continue
         try:
-            found += turn_events(json.loads(raw), occurrences, session=session, max_bytes=max_bytes)
+            found += turn_events(
+                json.loads(text), occurrences, session=session, max_bytes=max_bytes
+            )
         except ValueError as exc:
-            problems.append(f"{transcript.name} (+{number} lines): {exc}")
-    state.offset += len(complete)
+            problems.append(f"{name} (+{number} lines): {exc}")
     return found, problems
 
 
-# --- what a hook takes and answers, wherever it runs ---------------------------------------
-# The command hook (below) and the service's route for Claude Code's http hooks
-# (pps.rest.hooks) build the same events and answer in the same shape from these.
+# --- what a hook takes and answers ----------------------------------------------------------
 
 
 TEXT_FIELDS = ("transcript_path", "cwd", "prompt", "source", "model")
@@ -272,9 +292,17 @@ def session_of(payload: dict[str, Any]) -> str:
 
 
 def marker(
-    payload: dict[str, Any], hook: str, event_type: str, uid: str, content: str, **metadata: Any
+    payload: dict[str, Any],
+    hook: str,
+    event_type: str,
+    uid: str,
+    content: str,
+    sent: Sent,
+    **metadata: Any,
 ) -> dict[str, Any]:
-    """An event of this session that the hook `hook` records (a marker, or the prompt)."""
+    """An event of this session that the hook `hook` records (a marker, or the prompt),
+    at the moment the host fired the hook when the client says when (a call sent again
+    from its spool keeps its time), else now."""
     metadata = {"source": SOURCE, "hook": hook, **metadata}
     cwd = payload.get("cwd")
     if isinstance(cwd, str) and cwd:
@@ -285,12 +313,12 @@ def marker(
         "event_type": event_type,
         "content": content,
         "session_id": session_of(payload),
-        "created_at": timestamps.now(),
+        "created_at": sent.at or timestamps.now(),
         "metadata": metadata,
     }
 
 
-def start_marker(payload: dict[str, Any]) -> dict[str, Any]:
+def start_marker(payload: dict[str, Any], sent: Sent) -> dict[str, Any]:
     """The `session_start` event of a SessionStart payload."""
     source = str(payload.get("source") or "startup")
     session = session_of(payload)
@@ -299,8 +327,9 @@ def start_marker(payload: dict[str, Any]) -> dict[str, Any]:
         payload,
         "SessionStart",
         "session_start",
-        ev.uid("cc", session, "start", source, time.time_ns() // 1_000_000),
+        ev.uid("cc", session, "start", source, sent.stamp),
         f"Claude Code session started ({source})",
+        sent,
         start_source=source,
         **({"model": model} if isinstance(model, str) else {}),
     )
@@ -314,16 +343,17 @@ def prompt_text(payload: dict[str, Any]) -> str | None:
     return prompt if prompt is not None and prompt.strip() else None
 
 
-def prompt_events(payload: dict[str, Any], occurrence: int, max_bytes: int) -> list[dict[str, Any]]:
+def prompt_events(
+    payload: dict[str, Any], occurrence: int, max_bytes: int, sent: Sent
+) -> list[dict[str, Any]]:
     """The prompt's event (in parts when long): its uid is the one the transcript sweep
     derives for the prompt's `occurrence`-th time in the session (`user_turn_uid`)."""
     prompt = prompt_text(payload)
     if prompt is None:  # the callers ask prompt_text first
         raise ValueError("a UserPromptSubmit payload without a prompt to capture")
     session = session_of(payload)
-    event = marker(
-        payload, "UserPromptSubmit", "message", user_turn_uid(session, prompt, occurrence), prompt
-    )
+    uid = user_turn_uid(session, prompt, occurrence)
+    event = marker(payload, "UserPromptSubmit", "message", uid, prompt, sent)
     event["role"] = "user"
     return ev.split(event, max_bytes)
 
@@ -359,104 +389,201 @@ def hook_output(event: str, context: str | None, warning: str | None = None) -> 
     return output
 
 
-def token_refused(problem: str, source: str, pending: int) -> str:
-    """The line Claude Code shows the user when the service refuses the hook's token."""
-    waiting = f"; {pending} events wait in the spool for a token it takes" if pending else ""
+# --- the hooks, as the service does them ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What the hook client (ingest.hook) adds to a host's payload, under its `pps` key:
+    the call's id (a call sent again from the spool is the same call), when the host fired
+    it, whether it is sent again (then no recall is wanted), the transcript's new lines,
+    the Letta agent the hooks serve, and how much the hook may inject. Claude Code's own
+    http hook adds nothing."""
+
+    call: str | None = None
+    at: str | None = None
+    replay: bool = False
+    transcript: Chunk | None = None
+    agent: str | None = None
+    max_chars: int | None = None
+    """PPS_HOOK_MAX_CHARS as the client has it, else the service's."""
+
+    @property
+    def stamp(self) -> str:
+        """What makes a marker's uid this call's: its id, else the time now."""
+        return self.call or str(time.time_ns() // 1_000_000)
+
+
+def sent(payload: dict[str, Any]) -> Sent:
+    """The hook client's additions to `payload` (removed from it). Raises InputError
+    naming the field that is wrong."""
+    given = payload.pop(SENT_KEY, None)
+    if given is None:
+        return Sent()
+    if not isinstance(given, dict):
+        raise InputError.of(SENT_KEY, "an object (what the pps hook client adds)")
+    call, at, agent = given.get("call"), given.get("at"), given.get("agent")
+    chars = given.get("max_chars")
+    if chars is not None and not (
+        _count(chars) and limits.MAX_CHARS_MIN <= chars <= limits.MAX_CHARS_MAX
+    ):
+        span = f"{limits.MAX_CHARS_MIN} to {limits.MAX_CHARS_MAX}"
+        raise InputError.of(f"{SENT_KEY}.max_chars", f"a count of characters, {span}")
+    if call is not None and (not isinstance(call, str) or not CALL_ID.fullmatch(call)):
+        raise InputError.of(f"{SENT_KEY}.call", "1 to 64 letters, digits, '-' or '_'")
+    if agent is not None and (not isinstance(agent, str) or len(agent) > SESSION_MAX):
+        raise InputError.of(f"{SENT_KEY}.agent", f"text of at most {SESSION_MAX} characters")
+    try:
+        moment = timestamps.normalise(at) if at is not None else None
+    except ValueError as exc:
+        raise InputError.of(f"{SENT_KEY}.at", str(exc)) from None
+    transcript = _chunk(given.get("transcript"))
+    return Sent(call, moment, given.get("replay") is True, transcript, agent, chars)
+
+
+def _chunk(given: Any) -> Chunk | None:
+    if given is None:
+        return None
+    where = f"{SENT_KEY}.transcript"
+    if not isinstance(given, dict):
+        raise InputError.of(where, "an object: path, start, size, lines")
+    path, start, size, lines = (given.get(k) for k in ("path", "start", "size", "lines"))
+    if not isinstance(path, str) or not path:
+        raise InputError.of(f"{where}.path", "the transcript's path, as text")
+    if not (_count(start) and _count(size)):
+        raise InputError.of(where, "start and size are byte counts")
+    if not isinstance(lines, list) or not all(_line(line) for line in lines):
+        raise InputError.of(f"{where}.lines", "a list of [end byte, line text]")
+    ends = [start, *(end for end, _ in lines)]
+    if any(later <= earlier for earlier, later in itertools.pairwise(ends)):
+        raise InputError.of(f"{where}.lines", "each line ends past the one before it")
+    return Chunk(path, start, size, [(end, text) for end, text in lines])
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _line(value: Any) -> bool:
     return (
-        f"pps: the service refused the token from {source} ({problem}): nothing is recalled"
-        f"{waiting}. Install the hooks again with a valid --token-file (`pps doctor` checks"
-        " each installed hook's token)."
+        isinstance(value, list)
+        and len(value) == 2
+        and _count(value[0])
+        and isinstance(value[1], str)
     )
 
 
-# --- the command hooks ---------------------------------------------------------------------
+SENT_KEY = "pps"
+CALL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 @dataclass
-class Hook:
+class Call:
+    """One hook call as the service handles it: the host's event and payload, what the
+    client sent beside it, the session states it reads and changes (`state(key)`, kept by
+    the service), and what the hook decides: the events to store, the recall to answer
+    with, the problems to tell the client (it writes them to hooks.log), and for Letta
+    Code a line that takes the recall's place."""
+
     event: str
     payload: dict[str, Any]
-    settings: ClientSettings
-    client: Client
-    sessions: Sessions
-    deadline: float
+    sent: Sent
+    state: Callable[[str], SessionState]
+    stored_any: Callable[[str], bool]
+    """Whether the entity has stored anything of a session (by its id)."""
+    max_bytes: int
+    max_chars: int
+    events: list[dict[str, Any]] = field(default_factory=list)
+    recall: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    instead: str | None = None
 
     @property
     def session(self) -> str:
         return session_of(self.payload)
 
     def marker(self, event_type: str, uid: str, content: str, **metadata: Any) -> dict[str, Any]:
-        return marker(self.payload, self.event, event_type, uid, content, **metadata)
+        return marker(self.payload, self.event, event_type, uid, content, self.sent, **metadata)
 
-    def transcript_turns(self) -> tuple[list[dict[str, Any]], int]:
-        """New turns from the transcript, and the offset after them."""
-        path = self.payload.get("transcript_path")
-        if not isinstance(path, str) or not path:
-            return [], 0
-        transcript = Path(path).expanduser()
-        if not transcript.is_file():
-            self.problems.append(f"transcript {transcript} not found")
-            return [], 0
-        with self.sessions.edit(self.session) as state:
-            found, problems = read_new_turns(
-                state, transcript, self.session, self.settings.max_content_bytes
-            )
-            self.client.spool.append(found)  # before the state moves past them
-            offset = state.offset
+    def ask(self, context: str, **fields: Any) -> None:
+        """Answer with recall for `context` (unless the call is sent again: nobody waits)."""
+        if not self.sent.replay:
+            self.recall = recall_request(self.payload, context, self.max_chars, **fields)
+
+    def transcript_turns(self) -> int:
+        """Take the transcript's new turns; the offset after them."""
+        chunk = self.sent.transcript
+        state = self.state(self.session)
+        if chunk is None:
+            return state.offset
+        found, problems = read_new_turns(state, chunk, self.session, self.max_bytes)
+        self.events += found
         self.problems += problems
-        return found, offset
+        return state.offset
 
 
-def session_start(hook: Hook) -> str | None:
-    hook.client.spool.append([start_marker(hook.payload)])
-    return _recall_while_flushing(hook, _recall_request(hook, "startup"))
+TRANSCRIPT_EVENTS = ("Stop", "PreCompact", "SessionEnd")
+"""The hooks whose work is in the transcript, which only the hook client can read."""
 
 
-def user_prompt_submit(hook: Hook) -> str | None:
-    prompt = prompt_text(hook.payload)
+def check_call(payload: Any, event: str | None) -> str:
+    """A Claude Code hook call: the payload's checks, and a transcript hook only from the
+    hook client (Claude Code's own http hook sends no transcript)."""
+    name = check_payload(payload, event)
+    if name in TRANSCRIPT_EVENTS and SENT_KEY not in payload:
+        raise InputError.of(
+            "hook_event_name",
+            f"{name} reads the session's transcript, on the client's machine: it runs as the"
+            " command hook (`pps hooks install claude-code` puts it there)",
+        )
+    return name
+
+
+def session_start(call: Call) -> None:
+    call.events.append(start_marker(call.payload, call.sent))
+    call.ask("startup")
+
+
+def user_prompt_submit(call: Call) -> None:
+    prompt = prompt_text(call.payload)
     if prompt is None:
-        _flush(hook)
-        return None
-    with hook.sessions.edit(hook.session) as state:
-        occurrence = Occurrences(state.prompts).next(hook.session, prompt)
-        parts = prompt_events(hook.payload, occurrence, hook.settings.max_content_bytes)
-        hook.client.spool.append(parts)
-    request = _recall_request(hook, prompt, answering=answering(parts))
-    return _recall_while_flushing(hook, request)
+        return
+    n = occurrence(call.state(call.session), call.session, prompt, call.sent.call)
+    parts = prompt_events(call.payload, n, call.max_bytes, call.sent)
+    call.events += parts
+    call.ask(prompt, answering=answering(parts))
 
 
-def stop(hook: Hook) -> None:
-    hook.transcript_turns()
-    _flush(hook)
+def stop(call: Call) -> None:
+    call.transcript_turns()
 
 
-def pre_compact(hook: Hook) -> None:
-    _close_window(hook, "pre_compact", "compact", "Context compaction", "trigger")
+def pre_compact(call: Call) -> None:
+    _close_window(call, "pre_compact", "compact", "Context compaction", "trigger")
 
 
-def session_end(hook: Hook) -> None:
-    _close_window(hook, "session_end", "end", "Claude Code session ended", "reason")
+def session_end(call: Call) -> None:
+    _close_window(call, "session_end", "end", "Claude Code session ended", "reason")
 
 
-def _close_window(hook: Hook, event_type: str, tag: str, text: str, detail: str) -> None:
+def _close_window(call: Call, event_type: str, tag: str, text: str, detail: str) -> None:
     """Capture what remains, then mark the end of the episode window (the uid is tied to
-    the transcript position, so a hook that fires twice there marks it once)."""
-    _, offset = hook.transcript_turns()
-    why = hook.payload.get(detail)
+    the transcript position, so a hook that fires twice there marks it once), unless
+    nothing of the session was ever stored."""
+    offset = call.transcript_turns()
+    if not call.events and not call.stored_any(call.session):
+        return
+    why = call.payload.get(detail)
     why = why if isinstance(why, str) and why else "other"
     metadata = {detail: why, "closes_window": True}
-    instructions = private.strip(str(hook.payload.get("custom_instructions") or ""))
+    instructions = private.strip(str(call.payload.get("custom_instructions") or ""))
     if event_type == "pre_compact" and instructions.strip():  # what the user typed
         metadata["custom_instructions"] = instructions
-    marker = hook.marker(
-        event_type, ev.uid("cc", hook.session, tag, why, offset), f"{text} ({why})", **metadata
-    )
-    hook.client.spool.append([marker])
-    _flush(hook)
+    uid = ev.uid("cc", call.session, tag, why, offset)
+    call.events.append(call.marker(event_type, uid, f"{text} ({why})", **metadata))
 
 
-HANDLERS = {
+HANDLERS: dict[str, Callable[[Call], None]] = {
     "SessionStart": session_start,
     "UserPromptSubmit": user_prompt_submit,
     "Stop": stop,
@@ -465,170 +592,10 @@ HANDLERS = {
 }
 
 
-def _flush(hook: Hook) -> None:
-    try:
-        result = hook.client.flush(deadline=hook.deadline, wait=False)
-    except Exception as exc:  # in a thread too: report it, never print it
-        hook.problems.append(f"flush failed: {type(exc).__name__}: {exc}")
-        return
-    if result.error and result.pending:
-        hook.problems.append(f"{result.pending} events wait in the spool: {result.error}")
+def handle(call: Call) -> None:
+    HANDLERS[call.event](call)
 
 
-def _recall_request(hook: Hook, context: str, **fields: Any) -> dict[str, Any]:
-    return recall_request(hook.payload, context, hook.settings.hook_max_chars, **fields)
-
-
-def _recall_while_flushing(hook: Hook, request: dict[str, Any]) -> str | None:
-    """Ask for recall while the spool is sent: both share the budget, neither waits on
-    the other. The context to add, or None."""
-    flusher = threading.Thread(target=_flush, args=(hook,), daemon=True)
-    flusher.start()
-    text = _recall(hook, request)
-    flusher.join(max(0.0, hook.deadline - time.monotonic()))
-    return text
-
-
-def _recall(hook: Hook, request: dict[str, Any]) -> str | None:
-    """The block recall formats, or None (no recall endpoint, down, slow, refused). The
-    service keeps it within max_chars; cutting it here too holds the promise against a
-    service that does not."""
-    text, refused = hook.client.recall(request, deadline=hook.deadline)
-    if refused is not None:
-        hook.problems.append(f"recall refused: {refused}")
-    return None if text is None else text[: hook.settings.hook_max_chars]
-
-
-# --- the command ---------------------------------------------------------------------------
-
-
-HttpHookCheck = Callable[[dict[str, Any], str, float], str | None]
-"""(payload, this hook's client identity, deadline) -> the line to show about an
-installed http hook whose token the service refuses, or None (ingest.claude_settings
-reads the settings files; `pps hook` hands it in)."""
-
-
-def read_payload(
-    event: str, stdin: bytes, check: Callable[[Any, str], str], what: str
-) -> tuple[str, dict[str, Any]]:
-    """The event a hook's stdin is for, and its payload, read by a host's `check`
-    (`check_payload` here). Raises ValueError naming what is wrong."""
-    if canonical(event) is None:
-        raise ValueError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
-    payload = json.loads(stdin)
-    try:
-        return check(payload, event), payload
-    except ValueError as exc:
-        raise ValueError(f"the hook input is not {what} JSON ({exc})") from None
-
-
-def handle(
-    hook: Hook, handlers: Mapping[str, Callable[[Hook], str | None]], tag: str
-) -> str | None:
-    """Run the hook's handler; what it could not do goes to hooks.log under `tag`."""
-    try:
-        return handlers[hook.event](hook)
-    finally:
-        if hook.problems:
-            log(hook.settings, tag, "; ".join(hook.problems))
-
-
-def refused_warning(client: Client, settings: ClientSettings) -> str | None:
-    """The line to show when the service refused the hook's token, else None."""
-    if client.refused is None:
-        return None
-    source = str(settings.token_file) if settings.token_file else "PPS_TOKEN"
-    return token_refused(client.refused, source, client.spool.pending())
-
-
-def run(
-    event: str,
-    stdin: bytes,
-    settings: ClientSettings,
-    deadline: float,
-    check_http_hook: HttpHookCheck | None = None,
-) -> str | None:
-    """Run one hook; return what to print (None: nothing). SessionStart also asks
-    `check_http_hook`, unless its own token was refused. Raises on any failure: the
-    caller logs it and still exits 0."""
-    name, payload = read_payload(event, stdin, check_payload, "a Claude Code hook's")
-    with Client.from_settings(settings, label=SOURCE) as client:
-        sessions = Sessions(client_dir(settings) / f"claude-code-{client.identity}")
-        hook = Hook(name, payload, settings, client, sessions, deadline)
-        context = handle(hook, HANDLERS, name)
-        warning = refused_warning(client, settings)
-        if warning is None and name == "SessionStart" and check_http_hook is not None:
-            try:
-                warning = check_http_hook(payload, client.identity, deadline)
-            except Exception as exc:  # the context to add still goes out
-                log(settings, name, f"checking the http hook: {type(exc).__name__}: {exc}")
-        output = hook_output(name, context, warning)
-        return json.dumps(output, ensure_ascii=False) if output else None
-
-
-Runner = Callable[[str, bytes, ClientSettings, float], str | None]
-"""(event, stdin, settings, deadline) -> what to print: one host's hook (`run` here,
-Claude Code's; ingest.codex and ingest.letta_code have theirs)."""
-
-
-def main(
-    event: str,
-    settings: ClientSettings,
-    check_http_hook: HttpHookCheck | None = None,
-    runner: Runner | None = None,
-) -> None:
-    """`pps hook <event>`: never blocks or breaks the session. A watchdog ends the process
-    at the budget (everything taken on is in the spool by then, or was never acknowledged
-    to anyone); any failure is logged to <client dir>/hooks.log, and stdout carries only
-    the context to inject and, for a refused token, the line Claude Code shows the user."""
-    budget = settings.hook_budget_s
-    started = time.monotonic()
-    watchdog = threading.Timer(budget, os._exit, args=(0,))
-    watchdog.daemon = True
-    watchdog.start()
-    deadline = started + budget * 0.9
-    try:
-        stdin = read_stdin(deadline)
-        if runner is None:
-            output = run(event, stdin, settings, deadline, check_http_hook)
-        else:
-            output = runner(event, stdin, settings, deadline)
-    except Exception as exc:
-        log(settings, event, f"{type(exc).__name__}: {exc}")
-        return
-    if output:
-        sys.stdout.write(output + "\n")
-        sys.stdout.flush()
-
-
-def read_stdin(deadline: float) -> bytes:
-    """All of stdin, or what arrived before the deadline (a hook run by hand at a
-    terminal must not wait for input forever)."""
-    chunks = []
-    fd = sys.stdin.fileno()
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-            break
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def log(settings: ClientSettings, event: str, message: str) -> None:
-    """One line in <client dir>/hooks.log (0600; the previous log is kept as hooks.log.1
-    past 1 MB). Never raises: a hook's last resort must not fail."""
-    try:
-        directory = ensure_private_dir(client_dir(settings))
-        path = directory / "hooks.log"
-        if path.exists() and path.stat().st_size > 1 << 20:
-            os.replace(path, directory / "hooks.log.1")
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, f"{timestamps.now()} {event}: {message}\n".encode())
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+def answer(call: Call, context: str | None) -> dict[str, Any]:
+    """What Claude Code reads back: the context to add, in its hook output shape."""
+    return hook_output(call.event, context)

@@ -8,18 +8,20 @@ POSTs the payload a command hook reads on stdin and reads the same JSON answer; 
 no http hook on SessionStart). The files: ~/.claude/settings.json (user),
 <project>/.claude/settings.json (shared with the team) or <project>/.claude/settings.local.json
 (this machine only). A project install goes to the local file: our hooks name this
-machine's `pps`, token file and service.
+machine's hook client, token file and service.
 
 By default UserPromptSubmit, the hook every prompt waits for, is an http hook served by
-the running service (no process); SessionStart, PreCompact and SessionEnd are command
-hooks, and Stop one that Claude Code runs in the background (`async`): it sends what
-the transcript holds, the prompts an http hook could not deliver among it.
+the running service (no process); SessionStart, PreCompact and SessionEnd run the hook
+client (ingest.hook), and Stop too, in the background (`async`): it sends what the
+transcript holds, the prompts an http hook could not deliver among it.
 `command_hooks` makes every one a command (`--command`, and where Claude Code would
 refuse the http hook: a service at a private address, `http_refused`).
 
-A hook is ours when its command runs `pps hook ...` (after any VAR=value words) or it
-POSTs to a URL whose path is /v1/hooks/claude-code, so a hand-written one is recognised
-too. Install adds ours or replaces them in place, and keeps every other key, event, group
+A hook is ours when its command runs the hook client (`python -I -S .../ingest/hook.py`,
+or `pps hook ...` as installed before it; after any VAR=value words) or it POSTs to a URL
+whose path is /v1/hooks/claude-code, so a hand-written one is recognised too, and an
+install made before the hook client is upgraded in place. Install adds ours or replaces
+them in place, and keeps every other key, event, group
 and hook as it was; uninstall removes only ours. A file that is not valid JSON is
 refused and left unchanged; writes are atomic, and a file that holds a token is 0600.
 """
@@ -34,14 +36,13 @@ import re
 import shlex
 import socket
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ingest import hook as hook_client
 from ingest.claude_code import EVENTS
-from ingest.client import answers_token, identity
 
 ROUTE = "/v1/hooks/claude-code"
 """The service's route for Claude Code's http hooks (pps.rest.hooks)."""
@@ -50,9 +51,7 @@ HTTP_EVENTS = ("UserPromptSubmit",)
 BACKGROUND_EVENTS = ("Stop",)
 """The command hooks Claude Code runs in the background next to http hooks."""
 BACKGROUND_TIMEOUT_S = 60
-"""Claude Code's limit on a background hook (a Python start on a busy 2-core machine
-took 11 s at worst; the prompt's command hook, 13 s at the median beside 4 busy
-processes)."""
+"""Claude Code's limit on a background hook: nobody waits for it."""
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -75,22 +74,21 @@ def settings_path(*, project: Path | None = None, user: bool = False) -> Path:
     return (project or Path.cwd()).resolve() / ".claude" / "settings.local.json"
 
 
-def pps_command() -> list[str]:
-    """How to run this very pps: the `pps` script next to this interpreter, else the module."""
-    script = Path(sys.executable).parent / "pps"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", "pps.cli"]
+def client_command() -> list[str]:
+    """How to run the hook client (ingest.hook) of this very pps: this interpreter with
+    no site-packages and none of the environment's PYTHON* variables, on the client's
+    file (it needs nothing but the standard library)."""
+    return [sys.executable, "-I", "-S", str(Path(hook_client.__file__).resolve())]
 
 
-def hook_command(event: str, env: dict[str, str]) -> str:
+def hook_command(event: str, env: dict[str, str], host: str = "claude-code") -> str:
     words = [f"{name}={shlex.quote(value)}" for name, value in env.items()]
-    words += [shlex.quote(word) for word in pps_command()] + ["hook", event]
+    words += [shlex.quote(word) for word in client_command()] + [event, "--host", host]
     return " ".join(words)
 
 
 def command_timeout(budget_s: float) -> int:
-    """Claude Code's limit on a command hook: it only matters if our watchdog failed."""
+    """A host's limit on a command hook: it only matters if our alarm failed."""
     return max(10, math.ceil(budget_s) * 3)
 
 
@@ -173,9 +171,11 @@ def is_ours(hook: Any) -> bool:
         return False
     while words and _ASSIGNMENT.match(words[0]):
         words.pop(0)
-    if words[:1] and Path(words[0]).name == "pps":
+    if words[:1] and Path(words[0]).name == "pps":  # as installed before the hook client
         return words[1:2] == ["hook"]
-    return words[1:4] == ["-m", "pps.cli", "hook"]
+    if words[1:4] == ["-m", "pps.cli", "hook"]:
+        return True
+    return any(Path(word).parts[-2:] == ("ingest", "hook.py") for word in words[1:4])
 
 
 def holds_token(hook: dict[str, Any]) -> bool:
@@ -354,34 +354,3 @@ def _credential(hook: dict[str, Any]) -> tuple[str, str, str | None, str | None]
     except OSError as exc:
         return url, named, None, f"cannot read the token file: {exc.strerror}"
     return url, named, token or None, None if token else "the token file is empty"
-
-
-def refused_http_hook(payload: dict[str, Any], own: str, deadline: float) -> str | None:
-    """For a SessionStart hook (`ingest.claude_code.run`): the line to show when an
-    installed http hook (the user's settings, or the session's project's) sends a token
-    other than the hook's own (its client identity `own`), and the service refuses it.
-    Every prompt's hook is then a 401 Claude Code shows nobody (a token rotated into the
-    token file leaves the header written at install behind)."""
-    cwd = payload.get("cwd")
-    paths = [settings_path(user=True)]
-    if isinstance(cwd, str) and cwd:
-        paths.append(settings_path(project=Path(cwd)))
-    for path in paths:
-        try:
-            found = installed(path)
-        except SettingsError:
-            continue
-        for hooks in found:
-            if hooks.source != HEADER or hooks.token is None:
-                continue
-            if identity(hooks.url, hooks.token) == own:
-                continue  # the hook's own token, which the service took
-            timeout = deadline - time.monotonic()
-            if timeout > 0.01 and answers_token(hooks.url, hooks.token, timeout) == 401:
-                return (
-                    f"pps: the service at {hooks.url} refuses the token in the"
-                    f" {', '.join(hooks.events)} http hook of {path} (401): prompts get no"
-                    " recall. Install the hooks again (`pps hooks install claude-code"
-                    " --token-file FILE`)."
-                )
-    return None

@@ -10,9 +10,9 @@ SessionEnd `reason`. The answers are Claude Code's: SessionStart and UserPromptS
 context with `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`,
 and any hook's `systemMessage` is a line Codex shows the user.
 
-What each hook does (within PPS_HOOK_BUDGET_S, exit 0, whatever happens), through
-ingest.claude_code's pieces (the spool-first client, per-session state, recall request,
-output), in channel `terminal:codex`:
+The service does each hook's work (POST /v1/hooks/codex, pps.rest.hooks; the hook client
+ingest.hook sends the payload), through ingest.claude_code's pieces (the call, the recall
+request, the output), in channel `terminal:codex`:
 - SessionStart: records a `session_start` marker; prints recall("startup").
 - UserPromptSubmit: captures the prompt (without its `<private>` text); prints
   recall(prompt), which names the prompt's event as the one it answers.
@@ -21,21 +21,18 @@ output), in channel `terminal:codex`:
 - PreCompact, SessionEnd: a marker that closes the episode window.
 
 Uids: the prompt is `cx:<session>:<turn id>:u`, the answer `cx:<session>:<turn id>:a`, so a
-hook Codex runs twice for one turn stores it once.
+hook Codex runs twice for one turn stores it once (a payload without a turn id: the call's
+id, the same when the client sends the call again).
 """
 
 from __future__ import annotations
 
-import json
-import time
 from typing import Any
 
 from engine.kernel import private
-from engine.kernel.config import ClientSettings
 from engine.kernel.errors import InputError
 from ingest import claude_code as cc
 from ingest import events as ev
-from ingest.client import Client, client_dir
 
 CHANNEL = "terminal:codex"
 SOURCE = "codex"
@@ -45,7 +42,7 @@ TEXT_FIELDS = ("turn_id", "last_assistant_message")
 """Codex's own payload fields we read: text when present (null allowed)."""
 
 
-def check_payload(payload: Any, event: str | None = None) -> str:
+def check_call(payload: Any, event: str | None = None) -> str:
     """The event a Codex hook payload is for (Claude Code's checks, then Codex's fields).
     Raises InputError naming the field that makes it no Codex hook payload."""
     name = cc.check_payload(payload, event)
@@ -63,91 +60,73 @@ def ours(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-def turn_id(payload: dict[str, Any]) -> str:
-    value = payload.get("turn_id")
-    return value if isinstance(value, str) and value else f"t{time.time_ns() // 1_000_000}"
+def turn_id(call: cc.Call) -> str:
+    value = call.payload.get("turn_id")
+    return value if isinstance(value, str) and value else f"t{call.sent.stamp}"
 
 
-def turn_events(
-    payload: dict[str, Any], role: str, text: str, max_bytes: int
-) -> list[dict[str, Any]]:
+def turn_events(call: cc.Call, role: str, text: str) -> list[dict[str, Any]]:
     """One turn of the session (the prompt, `role` user, or the answer, assistant), in
     parts when long."""
-    session = cc.session_of(payload)
-    turn = turn_id(payload)
-    hook = "UserPromptSubmit" if role == "user" else "Stop"
+    turn = turn_id(call)
     extra = {"turn_id": turn}
-    if isinstance(payload.get("model"), str):
-        extra["model"] = payload["model"]
-    uid = ev.uid("cx", session, turn, role[0])
-    event = ours(cc.marker(payload, hook, "message", uid, text, **extra))
+    if isinstance(call.payload.get("model"), str):
+        extra["model"] = call.payload["model"]
+    uid = ev.uid("cx", call.session, turn, role[0])
+    event = ours(call.marker("message", uid, text, **extra))
     event["role"] = role
-    return ev.split(event, max_bytes)
+    return ev.split(event, call.max_bytes)
 
 
-def start_marker(payload: dict[str, Any]) -> dict[str, Any]:
-    event = ours(cc.start_marker(payload))
-    source = event["metadata"]["start_source"]
-    event["event_uid"] = ev.uid("cx", cc.session_of(payload), "start", source, time.time_ns())
-    event["content"] = f"Codex session started ({source})"
-    return event
-
-
-def recall_request(
-    payload: dict[str, Any], context: str, max_chars: int, **fields: Any
-) -> dict[str, Any]:
-    return {**cc.recall_request(payload, context, max_chars, **fields), "channel": CHANNEL}
+def ask(call: cc.Call, context: str, **fields: Any) -> None:
+    call.ask(context, **fields)
+    if call.recall is not None:
+        call.recall["channel"] = CHANNEL
 
 
 # --- the hooks -----------------------------------------------------------------------------
 
 
-def session_start(hook: cc.Hook) -> str | None:
-    hook.client.spool.append([start_marker(hook.payload)])
-    request = recall_request(hook.payload, "startup", hook.settings.hook_max_chars)
-    return cc._recall_while_flushing(hook, request)
+def session_start(call: cc.Call) -> None:
+    event = ours(cc.start_marker(call.payload, call.sent))
+    source = event["metadata"]["start_source"]
+    event["event_uid"] = ev.uid("cx", call.session, "start", source, call.sent.stamp)
+    event["content"] = f"Codex session started ({source})"
+    call.events.append(event)
+    ask(call, "startup")
 
 
-def user_prompt_submit(hook: cc.Hook) -> str | None:
-    prompt = cc.prompt_text(hook.payload)
+def user_prompt_submit(call: cc.Call) -> None:
+    prompt = cc.prompt_text(call.payload)
     if prompt is None:
-        cc._flush(hook)
-        return None
-    parts = turn_events(hook.payload, "user", prompt, hook.settings.max_content_bytes)
-    hook.client.spool.append(parts)
-    request = recall_request(
-        hook.payload, prompt, hook.settings.hook_max_chars, answering=cc.answering(parts)
-    )
-    return cc._recall_while_flushing(hook, request)
+        return
+    parts = turn_events(call, "user", prompt)
+    call.events += parts
+    ask(call, prompt, answering=cc.answering(parts))
 
 
-def stop(hook: cc.Hook) -> None:
-    answer = hook.payload.get("last_assistant_message")
+def stop(call: cc.Call) -> None:
+    answer = call.payload.get("last_assistant_message")
     answer = private.strip(answer) if isinstance(answer, str) else ""
     if answer.strip():
-        parts = turn_events(hook.payload, "assistant", answer, hook.settings.max_content_bytes)
-        hook.client.spool.append(parts)
-    cc._flush(hook)
+        call.events += turn_events(call, "assistant", answer)
 
 
-def _close_window(hook: cc.Hook, event_type: str, tag: str, text: str, detail: str) -> None:
-    why = hook.payload.get(detail)
+def _close_window(call: cc.Call, event_type: str, tag: str, text: str, detail: str) -> None:
+    why = call.payload.get(detail)
     why = why if isinstance(why, str) and why else "other"
-    uid = ev.uid("cx", hook.session, tag, why, turn_id(hook.payload))
-    event = cc.marker(
-        hook.payload, hook.event, event_type, uid, f"{text} ({why})", closes_window=True
-    )
+    uid = ev.uid("cx", call.session, tag, why, turn_id(call))
+    event = call.marker(event_type, uid, f"{text} ({why})", closes_window=True)
     event["metadata"][detail] = why
-    hook.client.spool.append([ours(event)])
-    cc._flush(hook)
+    call.events.append(ours(event))
 
 
-def pre_compact(hook: cc.Hook) -> None:
-    _close_window(hook, "pre_compact", "compact", "Context compaction", "trigger")
+def pre_compact(call: cc.Call) -> None:
+    _close_window(call, "pre_compact", "compact", "Context compaction", "trigger")
 
 
-def session_end(hook: cc.Hook) -> None:
-    _close_window(hook, "session_end", "end", "Codex session ended", "reason")
+def session_end(call: cc.Call) -> None:
+    _close_window(call, "session_end", "end", "Codex session ended", "reason")
 
 
 HANDLERS = {
@@ -158,15 +137,9 @@ HANDLERS = {
     "SessionEnd": session_end,
 }
 
+def handle(call: cc.Call) -> None:
+    HANDLERS[call.event](call)
 
-def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> str | None:
-    """Run one Codex hook; return what to print (None: nothing). Raises on any failure:
-    the caller logs it and still exits 0."""
-    name, payload = cc.read_payload(event, stdin, check_payload, "a Codex hook's")
-    with Client.from_settings(settings, label=SOURCE) as client:
-        sessions = cc.Sessions(client_dir(settings) / f"codex-{client.identity}")
-        hook = cc.Hook(name, payload, settings, client, sessions, deadline)
-        context = cc.handle(hook, HANDLERS, f"codex {name}")
-        warning = cc.refused_warning(client, settings)
-        output = cc.hook_output(name, context, warning)
-        return json.dumps(output, ensure_ascii=False) if output else None
+
+answer = cc.answer
+"""Codex reads Claude Code's hook output."""

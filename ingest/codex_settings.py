@@ -5,7 +5,8 @@ Codex (codex-cli 0.171) reads hooks from `hooks.json` in its home (`$CODEX_HOME`
 ~/.codex) and in a project's `.codex/` folder, in Claude Code's envelope: `{"hooks":
 {"<Event>": [{"matcher": "...", "hooks": [{"type": "command", "command": "...",
 "timeout": <seconds>}]}]}}`. So the merge is ingest.claude_settings' (ours recognised by
-the command running `pps hook ...`); every hook is a command, `pps hook EVENT --host codex`.
+the command running the hook client); every hook is a command, the hook client (ingest.hook)
+with `EVENT --host codex`.
 Codex asks the user to trust a new or changed hook before it runs it.
 
 `config.toml` in the same folder gets, through tomlkit (the rest of the file, comments and
@@ -53,14 +54,19 @@ def config_path(*, project: Path | None = None, user: bool = False) -> Path:
     return home(project=project, user=user) / "config.toml"
 
 
+SESSION_END_TIMEOUT_S = 3
+"""Codex's most for a SessionEnd hook: a longer one it clamps, with a warning each run."""
+
+
 def command_hooks(env: dict[str, str], budget_s: float) -> dict[str, dict[str, Any]]:
-    """Our hook for each event: a command Codex waits for at most its timeout."""
+    """Our hook for each event: the hook client, which Codex waits for at most its
+    timeout (within what Codex takes for the event)."""
     timeout = claude_settings.command_timeout(budget_s)
     return {
         event: {
             "type": "command",
-            "command": f"{claude_settings.hook_command(event, env)} --host {HOST}",
-            "timeout": timeout,
+            "command": claude_settings.hook_command(event, env, HOST),
+            "timeout": SESSION_END_TIMEOUT_S if event == "SessionEnd" else timeout,
         }
         for event in EVENTS
     }

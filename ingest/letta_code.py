@@ -10,15 +10,18 @@ PreCompact `context_length`, `agent_id` and `conversation_id`; SessionEnd `durat
 (exit 0) is given to the agent as it is, in a system reminder: we print the recalled
 memory text, not JSON. Letta Code has no line for the user: a refused token or a hook
 fired for another agent is said as the first line of what is injected, in hooks.log, and
-by `pps hooks status`.
+by `pps hooks status`. In Letta Code 0.34 only the interactive TUI runs hooks: a headless
+`letta -p` turn is neither given memory nor captured.
 
 One agent, one entity: the hooks serve the agent named at install (`--agent ID_OR_NAME`,
-written into each command as PPS_LETTA_AGENT), else the first agent they see, which they
-remember (`agent.json` in the client dir, per token). A hook fired for any other agent
-captures nothing and recalls nothing, so two Letta agents never write into one entity by
-accident; install the hooks with another token (`--project DIR`) for the other agent.
+written into each command as PPS_LETTA_AGENT, which the hook client sends along), else the
+first agent they see, which the service remembers for the entity. A hook fired for any
+other agent captures nothing and recalls nothing, so two Letta agents never write into one
+entity by accident; install the hooks with another token (`--project DIR`) for the other
+agent.
 
-What each hook does, through ingest.claude_code's pieces (the spool-first client, the
+The service does each hook's work (POST /v1/hooks/letta-code, pps.rest.hooks; the hook
+client ingest.hook sends the payload), through ingest.claude_code's pieces (the call, the
 per-session state, the recall request), in channel `terminal:letta`, the session being
 the Letta conversation (the agent id when there is none):
 - SessionStart: a `session_start` marker; prints recall("startup").
@@ -36,20 +39,13 @@ Uids: the prompt is `lc:<conversation>:u:<hash>:<n>`, the answer
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import time
-from pathlib import Path
 from typing import Any
 
 from engine.kernel import private
-from engine.kernel.config import ClientSettings
 from engine.kernel.errors import InputError
-from engine.kernel.files import ensure_private_dir
 from engine.kernel.requests import is_blank
 from ingest import claude_code as cc
 from ingest import events as ev
-from ingest.client import Client, client_dir
 
 HOST = "letta-code"
 CHANNEL = "terminal:letta"
@@ -73,7 +69,7 @@ TEXT_FIELDS = (
 """Letta Code's payload fields we read: text when present (null allowed)."""
 
 
-def check_payload(payload: Any, event: str | None = None) -> str:
+def check_call(payload: Any, event: str | None = None) -> str:
     """The event a Letta Code hook payload is for: `event`, else its `event_type`.
     Raises InputError naming the field that makes it no Letta Code hook payload."""
     if not isinstance(payload, dict):
@@ -136,24 +132,23 @@ def turn_uid(session: str, role: str, text: str, occurrence: int) -> str:
 # --- one agent, one entity -----------------------------------------------------------------
 
 
-def other_agent(payload: dict[str, Any], state: Path) -> str | None:
+AGENT_KEY = "agent"
+"""The state (per entity) that remembers the agent the hooks serve."""
+
+
+def other_agent(call: cc.Call) -> str | None:
     """Why this hook must not capture (the agent it fired for is not the one these hooks
     serve), or None. With no agent named at install, the first one seen is remembered."""
-    agent_id, name = _text(payload, "agent_id"), _text(payload, "agent_name")
+    agent_id, name = _text(call.payload, "agent_id"), _text(call.payload, "agent_name")
     if agent_id is None:
         return None  # Stop names no agent: its conversation was checked at the prompt
-    wanted = os.environ.get(AGENT_ENV) or None
+    wanted = call.sent.agent
     if wanted is None:
-        path = state / "agent.json"
-        try:
-            wanted = json.loads(path.read_text())["agent_id"]
-        except (FileNotFoundError, ValueError, KeyError, TypeError):
-            ensure_private_dir(state)
-            temporary = path.with_suffix(".tmp")
-            temporary.write_text(json.dumps({"agent_id": agent_id, "agent_name": name}))
-            temporary.chmod(0o600)
-            os.replace(temporary, path)
+        served = call.state(AGENT_KEY)
+        if served.agent is None:
+            served.agent = agent_id
             return None
+        wanted = served.agent
     if wanted in (agent_id, name):
         return None
     return (
@@ -172,27 +167,27 @@ def _folder_key(working_directory: Any) -> str:
     return "cwd:" + str(working_directory or "")
 
 
-def session_start(hook: cc.Hook) -> str | None:
-    event = cc.start_marker(hook.payload)
-    event["event_uid"] = ev.uid("lc", hook.session, "start", event["event_uid"].split(":")[-1])
-    event["content"] = f"Letta Code session started ({hook.payload.get('agent_name') or 'agent'})"
-    hook.client.spool.append([ours(event, hook.payload)])
-    return cc._recall_while_flushing(hook, _request(hook, "startup"))
+def session_start(call: cc.Call) -> None:
+    event = cc.start_marker(call.payload, call.sent)
+    event["event_uid"] = ev.uid("lc", call.session, "start", call.sent.stamp)
+    event["content"] = f"Letta Code session started ({call.payload.get('agent_name') or 'agent'})"
+    call.events.append(ours(event, call.payload))
+    _ask(call, "startup")
 
 
-def user_prompt_submit(hook: cc.Hook) -> str | None:
-    prompt = cc.prompt_text(hook.payload)
-    if prompt is None or hook.payload.get("is_command") is True:
-        cc._flush(hook)
-        return None
-    with hook.sessions.edit(_folder_key(hook.payload.get("working_directory"))) as remembered:
-        remembered.transcript = hook.session  # the conversation Stop's answer belongs to
-        key = _digest(prompt)
-        asked = {k: v for k, v in remembered.asked.items() if k != key}
-        asked[key] = hook.session
-        remembered.asked = dict(list(asked.items())[-ASKED_KEPT:])
-    parts = _turn(hook, "user", prompt)
-    return cc._recall_while_flushing(hook, _request(hook, prompt, answering=cc.answering(parts)))
+def user_prompt_submit(call: cc.Call) -> None:
+    prompt = cc.prompt_text(call.payload)
+    if prompt is None or call.payload.get("is_command") is True:
+        return
+    remembered = call.state(_folder_key(call.payload.get("working_directory")))
+    remembered.transcript = call.session  # the conversation Stop's answer belongs to
+    key = _digest(prompt)
+    asked = {k: v for k, v in remembered.asked.items() if k != key}
+    asked[key] = call.session
+    remembered.asked = dict(list(asked.items())[-ASKED_KEPT:])
+    call.state(call.session).agent = _text(call.payload, "agent_id")
+    parts = _turn(call, "user", prompt)
+    _ask(call, prompt, answering=cc.answering(parts))
 
 
 def _digest(prompt: str) -> str:
@@ -200,43 +195,42 @@ def _digest(prompt: str) -> str:
     return hashlib.sha256(private.strip(prompt).strip().encode()).hexdigest()[:16]
 
 
-def stop(hook: cc.Hook) -> None:
-    answer = hook.payload.get("assistant_message")
+def stop(call: cc.Call) -> None:
+    answer = call.payload.get("assistant_message")
     answer = private.strip(answer) if isinstance(answer, str) else ""
     if answer.strip():
-        _turn(hook, "assistant", answer)
-    cc._flush(hook)
+        _turn(call, "assistant", answer)
 
 
-def _turn(hook: cc.Hook, role: str, text: str) -> list[dict[str, Any]]:
-    with hook.sessions.edit(hook.session) as state:
-        occurrence = cc.Occurrences(state.prompts).next(hook.session, f"{role}:{text}")
-        uid = turn_uid(hook.session, role, text, occurrence)
-        event = ours(cc.marker(hook.payload, hook.event, "message", uid, text), hook.payload)
-        event["role"] = role
-        parts = ev.split(event, hook.settings.max_content_bytes)
-        hook.client.spool.append(parts)
+def _turn(call: cc.Call, role: str, text: str) -> list[dict[str, Any]]:
+    state = call.state(call.session)
+    n = cc.occurrence(state, call.session, f"{role}:{text}", call.sent.call)
+    uid = turn_uid(call.session, role, text, n)
+    event = ours(call.marker("message", uid, text), call.payload)
+    event["role"] = role
+    parts = ev.split(event, call.max_bytes)
+    call.events += parts
     return parts
 
 
-def _close_window(hook: cc.Hook, event_type: str, tag: str, text: str) -> None:
-    uid = ev.uid("lc", hook.session, tag, time.time_ns() // 1_000_000)
-    event = cc.marker(hook.payload, hook.event, event_type, uid, text, closes_window=True)
-    hook.client.spool.append([ours(event, hook.payload)])
-    cc._flush(hook)
+def _close_window(call: cc.Call, event_type: str, tag: str, text: str) -> None:
+    uid = ev.uid("lc", call.session, tag, call.sent.stamp)
+    event = call.marker(event_type, uid, text, closes_window=True)
+    call.events.append(ours(event, call.payload))
 
 
-def pre_compact(hook: cc.Hook) -> None:
-    _close_window(hook, "pre_compact", "compact", "Context compaction")
+def pre_compact(call: cc.Call) -> None:
+    _close_window(call, "pre_compact", "compact", "Context compaction")
 
 
-def session_end(hook: cc.Hook) -> None:
-    _close_window(hook, "session_end", "end", "Letta Code session ended")
+def session_end(call: cc.Call) -> None:
+    _close_window(call, "session_end", "end", "Letta Code session ended")
 
 
-def _request(hook: cc.Hook, context: str, **fields: Any) -> dict[str, Any]:
-    request = cc.recall_request(hook.payload, context, hook.settings.hook_max_chars, **fields)
-    return {**request, "channel": CHANNEL}
+def _ask(call: cc.Call, context: str, **fields: Any) -> None:
+    call.ask(context, **fields)
+    if call.recall is not None:
+        call.recall["channel"] = CHANNEL
 
 
 HANDLERS = {
@@ -248,25 +242,29 @@ HANDLERS = {
 }
 
 
-def run(event: str, stdin: bytes, settings: ClientSettings, deadline: float) -> str | None:
-    """Run one Letta Code hook; return what to print (None: nothing): the memory text to
-    inject, led by a line when the service refused the token or the agent is another's.
-    Raises on any failure: the caller logs it and still exits 0."""
-    name, payload = cc.read_payload(event, stdin, check_payload, "a Letta Code hook's")
-    with Client.from_settings(settings, label=HOST) as client:
-        state = client_dir(settings) / f"letta-code-{client.identity}"
-        sessions = cc.Sessions(state)
-        refused = other_agent(payload, state)
-        if refused is not None:
-            cc.log(settings, f"letta-code {name}", refused)
-            return refused if name in ("SessionStart", "UserPromptSubmit") else None
-        with sessions.edit(_folder_key(payload.get("working_directory"))) as remembered:
-            conversation = remembered.transcript
-            answered = _text(payload, "user_message")  # Stop's: the prompt it answers
-            if answered is not None:
-                conversation = remembered.asked.get(_digest(answered), conversation)
-        known = {"conversation": conversation} if conversation else {}
-        hook = cc.Hook(name, claude_shaped(payload, known), settings, client, sessions, deadline)
-        context = cc.handle(hook, HANDLERS, f"letta-code {name}")
-        lines = [line for line in (cc.refused_warning(client, settings), context) if line]
-        return "\n\n".join(lines) or None
+def handle(call: cc.Call) -> None:
+    """Do the hook for the agent these hooks serve (another's: a line instead of recall),
+    in the conversation it belongs to (Stop's: the one its `user_message` was asked in)."""
+    refused = other_agent(call)
+    if refused is not None:
+        call.problems.append(refused)
+        if call.event in ("SessionStart", "UserPromptSubmit"):
+            call.instead = refused
+        return
+    remembered = call.state(_folder_key(call.payload.get("working_directory")))
+    conversation = remembered.transcript
+    answered = _text(call.payload, "user_message")  # Stop's: the prompt it answers
+    if answered is not None:
+        conversation = remembered.asked.get(_digest(answered), conversation)
+    known = {"conversation": conversation} if conversation else {}
+    call.payload = claude_shaped(call.payload, known)
+    if _text(call.payload, "agent_id") is None:  # Stop's: the agent its prompt was asked
+        agent = call.state(call.session).agent
+        call.payload.update({"agent_id": agent} if agent else {})
+    HANDLERS[call.event](call)
+
+
+def answer(call: cc.Call, context: str | None) -> str:
+    """What Letta Code gives the agent: the memory text (led by a line when the hook
+    fired for another agent)."""
+    return "\n\n".join(line for line in (call.instead, context) if line)

@@ -7,14 +7,15 @@ and <project>/.letta/settings.local.json (this machine only), in Claude Code's e
 `{"hooks": {"<Event>": [{"matcher": "...", "hooks": [{"type": "command", "command": "...",
 "timeout": <milliseconds>, "quiet": <bool>}]}]}}`. It runs every matching hook of the three
 files. So the merge is ingest.claude_settings' (ours recognised by the command running
-`pps hook ...`); every hook is a command, `pps hook EVENT --host letta-code`: Letta Code has
-no http hook. `quiet` keeps the memory we inject out of the terminal (the agent gets it).
-A project install goes to the local file: our hooks name this machine's `pps` and token file.
+the hook client); every hook is a command, the hook client (ingest.hook) with `EVENT --host
+letta-code`: Letta Code has no http hook. `quiet` keeps the memory we inject out of the
+terminal (the agent gets it).
+A project install goes to the local file: our hooks name this machine's hook client and
+token file.
 """
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def command_hooks(
     return {
         event: {
             "type": "command",
-            "command": f"{claude_settings.hook_command(event, env)} --host {shlex.quote(HOST)}",
+            "command": claude_settings.hook_command(event, env, HOST),
             "timeout": timeout_ms,
             "quiet": True,
         }

@@ -21,7 +21,7 @@ from engine.kernel import timestamps
 from ingest.claude_code import user_turn_uid
 from pps.process import ServerProcess
 from tests.conftest import NO_GRAPH, AppServer, create_entity, settings_env, wait_for
-from tests.fixtures_ingest import Transcript, all_events, client_env, pps, token_of
+from tests.fixtures_ingest import Transcript, all_events, client_env, pps, run_hook, token_of
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def session(make_client, server, tmp_path):
 
 
 def hook(event: str, transcript: Transcript, env: dict, **fields):
-    done = pps("hook", event, env=env, stdin=transcript.payload(event, **fields))
+    done = run_hook(event, env=env, stdin=transcript.payload(event, **fields))
     assert done.returncode == 0, done.stderr
     return done
 
@@ -171,16 +171,16 @@ def test_prompt_captured_by_the_hook_is_not_stored_again_from_the_transcript(ses
 def test_garbage_input_never_breaks_the_session(session, stdin):
     _, env, _ = session
     for event in ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"):
-        done = pps("hook", event, env=env, stdin=stdin)
+        done = run_hook(event, env=env, stdin=stdin)
         assert (done.returncode, done.stdout) == (0, ""), (event, done.stderr)
 
 
 def test_unknown_event_or_missing_token_exits_0_and_says_why_in_the_log(session, tmp_path):
     _, env, transcript = session
-    done = pps("hook", "NotAnEvent", env=env, stdin=transcript.payload("NotAnEvent"))
+    done = run_hook("NotAnEvent", env=env, stdin=transcript.payload("NotAnEvent"))
     assert (done.returncode, done.stdout) == (0, "")
     del env["PPS_TOKEN_FILE"]
-    done = pps("hook", "Stop", env=env, stdin=transcript.payload("Stop"))
+    done = run_hook("Stop", env=env, stdin=transcript.payload("Stop"))
     assert (done.returncode, done.stdout) == (0, "")
     log = (tmp_path / "client" / "hooks.log").read_text()
     assert "unknown hook event 'NotAnEvent'" in log and "PPS_TOKEN_FILE" in log
@@ -204,7 +204,7 @@ def test_a_refused_token_is_a_line_claude_code_shows_the_user(server, tmp_path):
         line = output["systemMessage"]
         assert f"refused the token from {env['PPS_TOKEN_FILE']}" in line, line
         assert "HTTP 401" in line and "unknown or revoked token" in line
-    assert "2 events wait in the spool" in line  # the start and the prompt, kept
+    assert "3 hook calls wait in the spool" in line  # the start, the prompt, the Stop: kept
 
 
 def test_hooks_with_the_service_stopped_spool_and_exit_0_then_flush_delivers_once(tmp_path):
@@ -224,7 +224,7 @@ def test_hooks_with_the_service_stopped_spool_and_exit_0_then_flush_delivers_onc
             transcript.assistant(f"answer {n}")
             hook("Stop", transcript, env, stop_hook_active=False)
         hook("SessionEnd", transcript, env, reason="logout")
-        spools = list((tmp_path / "client").glob("spool-*.jsonl"))
+        spools = list((tmp_path / "client").glob("hooks-*.jsonl"))
         assert len(spools) == 1 and spools[0].stat().st_mode & 0o777 == 0o600
 
         server.start()

@@ -23,11 +23,13 @@ from tests.fixtures_ingest import (
     KETTLE,
     KETTLE_PROMPT,
     KETTLE_REPLY,
+    ROOT,
     all_events,
     assert_host_turn,
     client_env,
     host_cli,
     pps,
+    run_hook,
     token_of,
 )
 from tests.stub_llm import StubLLM
@@ -110,8 +112,11 @@ def test_install_merges_into_codex_files_and_codex_reads_them(codex_home):
     mine = ours(hooks)
     assert sorted(mine) == sorted(EVENTS)
     for event, [hook] in mine.items():
-        assert hook["type"] == "command" and hook["command"].endswith(f"hook {event} --host codex")
+        assert hook["type"] == "command"
+        assert hook["command"].endswith(f" -I -S {ROOT}/ingest/hook.py {event} --host codex")
         assert f"PPS_TOKEN_FILE={env['PPS_TOKEN_FILE']}" in hook["command"]
+        # within what Codex takes: a longer SessionEnd it clamps, warning on every run
+        assert hook["timeout"] == (3 if event == "SessionEnd" else 10)
 
     config = (home / "config.toml").read_text()
     assert config.startswith(THEIRS_CONFIG.split("[features]")[0])  # comments, order kept
@@ -127,6 +132,25 @@ def test_install_merges_into_codex_files_and_codex_reads_them(codex_home):
     assert servers["pps"]["auth_status"] == "bearer_token"
     features = dict(line.split()[::2] for line in codex(home, "features", "list").splitlines())
     assert features["hooks"] == "true"  # it was false in the user's config
+
+
+def test_an_install_from_before_the_hook_client_is_upgraded_in_place(codex_home):
+    """Hooks that ran the whole `pps` CLI (half a second a prompt idle, seconds busy)
+    become the hook client's, where they were; nobody else's hook moves."""
+    home, env = codex_home
+    install(env, "--user")
+    hooks = json.loads((home / "hooks.json").read_text())
+    for event, [hook] in ours(hooks).items():
+        hook["command"] = (
+            f"PPS_URL=http://127.0.0.1:8765 /old/venv/bin/pps hook {event} --host codex"
+        )
+    (home / "hooks.json").write_text(json.dumps(hooks))
+
+    done = install(env, "--user")
+    assert "updated " + ", ".join(EVENTS) in done.stdout
+    upgraded = json.loads((home / "hooks.json").read_text())
+    assert all("/ingest/hook.py" in hook["command"] for [hook] in ours(upgraded).values())
+    assert upgraded["hooks"]["PreToolUse"] == THEIRS_HOOKS["hooks"]["PreToolUse"]
 
 
 def test_reinstall_changes_nothing_and_uninstall_removes_only_ours(codex_home):
@@ -210,7 +234,7 @@ def session(make_client, server, tmp_path):
 
 def hook(event: str, session: Session, env: dict, **fields):
     stdin = session.payload(event, **fields)
-    done = pps("hook", event, "--host", "codex", env=env, stdin=stdin)
+    done = run_hook(event, "--host", "codex", env=env, stdin=stdin)
     assert done.returncode == 0, done.stderr
     return done
 
@@ -286,10 +310,10 @@ def test_compaction_and_the_end_close_the_window(session, event, fields, event_t
 def test_input_that_is_no_codex_payload_stores_nothing_and_prints_nothing(session):
     api, env, codex_session = session
     for stdin in ("not json", json.dumps({"hook_event_name": "Stop"})):
-        done = pps("hook", "Stop", "--host", "codex", env=env, stdin=stdin)
+        done = run_hook("Stop", "--host", "codex", env=env, stdin=stdin)
         assert (done.returncode, done.stdout) == (0, "")
     bad = codex_session.payload("Stop", last_assistant_message=["not", "text"])
-    done = pps("hook", "Stop", "--host", "codex", env=env, stdin=bad)
+    done = run_hook("Stop", "--host", "codex", env=env, stdin=bad)
     assert (done.returncode, done.stdout) == (0, "")
     assert all_events(api) == []
     log = (Path(env["PPS_CLIENT_DIR"]) / "hooks.log").read_text()

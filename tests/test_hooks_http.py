@@ -16,7 +16,7 @@ import pytest
 
 from ingest.claude_code import user_turn_uid
 from tests.conftest import AppServer, create_entity
-from tests.fixtures_ingest import Transcript, all_events, client_env, pps, token_of
+from tests.fixtures_ingest import Transcript, all_events, client_env, pps, run_hook, token_of
 
 ROUTE = "/v1/hooks/claude-code"
 
@@ -101,7 +101,7 @@ def test_a_repeated_prompt_is_two_turns_and_the_transcript_sweep_stores_neither_
             transcript, "Stop", stop_hook_active=False, last_assistant_message="Continuing again."
         )
     )
-    assert pps("hook", "Stop", env=env, stdin=stop).returncode == 0
+    assert run_hook("Stop", env=env, stdin=stop).returncode == 0
     stored = all_events(client)
     assert sorted((e["role"], e["content"]) for e in stored) == sorted(transcript.turns)
     uids = [e["event_uid"] for e in stored if e["role"] == "user"]
@@ -114,7 +114,7 @@ def test_a_repeated_prompt_is_two_turns_and_the_transcript_sweep_stores_neither_
         ([1, 2], "body", "JSON object"),
         ({"hook_event_name": "UserPromptSubmit", "prompt": "hi"}, "session_id", "missing"),
         ({"session_id": "s", "hook_event_name": "Elsewhere"}, "hook_event_name", "Elsewhere"),
-        ({"session_id": "s", "hook_event_name": "Stop"}, "hook_event_name", "pps hook Stop"),
+        ({"session_id": "s", "hook_event_name": "Stop"}, "hook_event_name", "command hook"),
         ({"session_id": "s", "hook_event_name": "SessionEnd"}, "hook_event_name", "command"),
         ({"session_id": "s" * 300, "hook_event_name": "SessionStart"}, "session_id", "256"),
         ({"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": 5}, "prompt", "text"),

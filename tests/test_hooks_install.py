@@ -59,9 +59,9 @@ def ours(settings: dict) -> dict[str, list[dict]]:
     for event, groups in settings.get("hooks", {}).items():
         for group in groups:
             for hook in group["hooks"]:
-                if hook.get("command", "").endswith(f" hook {event}") or hook.get(
-                    "url", ""
-                ).endswith("/v1/hooks/claude-code"):
+                if hook.get("command", "").endswith(
+                    f"hook.py {event} --host claude-code"
+                ) or hook.get("url", "").endswith("/v1/hooks/claude-code"):
                     found.setdefault(event, []).append(hook)
     return found
 

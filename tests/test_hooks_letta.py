@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ingest import claude_settings
-from tests.fixtures_ingest import all_events, client_env, pps, token_of
+from tests.fixtures_ingest import all_events, client_env, pps, run_hook, token_of
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
 THEIRS = {
@@ -68,7 +68,7 @@ def test_install_merges_command_hooks_and_keeps_the_users_settings(letta_home):
     assert sorted(mine) == sorted(EVENTS)
     for event, [hook] in mine.items():
         assert hook["type"] == "command" and hook["quiet"] is True
-        assert hook["command"].endswith(f"hook {event} --host letta-code")
+        assert hook["command"].endswith(f"/ingest/hook.py {event} --host letta-code")
         assert "PPS_LETTA_AGENT=agent-1234" in hook["command"]
         assert hook["timeout"] >= 10_000  # milliseconds, as Letta Code reads it
     [found] = claude_settings.installed(path)
@@ -131,8 +131,8 @@ def conversation(make_client, server, tmp_path):
 
 
 def hook(event: str, conversation: Conversation, env: dict, **fields):
-    done = pps(
-        "hook", event, "--host", "letta-code", env=env, stdin=conversation.payload(event, **fields)
+    done = run_hook(
+        event, "--host", "letta-code", env=env, stdin=conversation.payload(event, **fields)
     )
     assert done.returncode == 0, done.stderr
     return done
@@ -244,10 +244,10 @@ def test_compaction_and_the_end_close_the_window(conversation, event, event_type
 def test_input_that_is_no_letta_payload_stores_nothing(conversation):
     api, env, letta = conversation
     for stdin in ("not json", json.dumps({"event_type": "Nope"})):
-        done = pps("hook", "Stop", "--host", "letta-code", env=env, stdin=stdin)
+        done = run_hook("Stop", "--host", "letta-code", env=env, stdin=stdin)
         assert (done.returncode, done.stdout) == (0, "")
     bad = letta.payload("UserPromptSubmit", prompt=["not", "text"])
-    done = pps("hook", "UserPromptSubmit", "--host", "letta-code", env=env, stdin=bad)
+    done = run_hook("UserPromptSubmit", "--host", "letta-code", env=env, stdin=bad)
     assert (done.returncode, done.stdout) == (0, "")
     assert all_events(api) == []
     assert "prompt" in (Path(env["PPS_CLIENT_DIR"]) / "hooks.log").read_text()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from tests.fixtures_ingest import client_env, pps, token_of
+from tests.fixtures_ingest import client_env, pps, run_hook, token_of
 
 
 def status_of(output: str) -> dict[str, list[str]]:
@@ -39,9 +39,7 @@ def test_status_lists_every_host_and_whether_its_last_call_reached(make_client, 
         "agent_id": "agent-1",
         "conversation_id": "conv-1",
     }
-    done = pps(
-        "hook", "UserPromptSubmit", "--host", "letta-code", env=env, stdin=json.dumps(prompt)
-    )
+    done = run_hook("UserPromptSubmit", "--host", "letta-code", env=env, stdin=json.dumps(prompt))
     assert done.returncode == 0, done.stderr
 
     done = pps("hooks", "status", env=env)

@@ -12,6 +12,7 @@ from tests.fixtures_ingest import (
     all_events,
     client_env,
     pps,
+    run_hook,
     summary_counts,
     token_of,
 )
@@ -73,10 +74,10 @@ def test_a_session_captured_by_the_hooks_imports_as_duplicates(make_client, serv
     transcript = Transcript(tmp_path / "live.jsonl")
     for n in range(2):
         prompt = f"live question {n}"
-        pps("hook", "UserPromptSubmit", env=env, stdin=transcript.payload("x", prompt=prompt))
+        run_hook("UserPromptSubmit", env=env, stdin=transcript.payload("x", prompt=prompt))
         transcript.user(prompt)
         transcript.assistant(f"live answer {n}")
-        pps("hook", "Stop", env=env, stdin=transcript.payload("Stop"))
+        run_hook("Stop", env=env, stdin=transcript.payload("Stop"))
     assert len(all_events(api)) == 4
     done = pps("import", "claude-code", str(transcript.path), env=env)
     assert summary_counts(done.stdout)["imported"] == 0

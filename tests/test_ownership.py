@@ -24,6 +24,7 @@ OWNERS = {
         "events_fts",
         "clients",
         "client_calls",
+        "hook_sessions",
     },
     "engine.search": {
         "search_chunks",

@@ -288,5 +288,7 @@ NOT_EXPORTED.update(
     {
         "clients": "this service's record of who called",
         "client_calls": "this service's record of who called",
+        "hook_sessions": "where this service's hooks are in each session (a hook client"
+        " sends a transcript again from where the service has it)",
     }
 )

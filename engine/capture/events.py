@@ -393,6 +393,14 @@ def exists(db: Database, entity: str, event_uid: str) -> bool:
     return row is not None
 
 
+def in_session(db: Database, entity: str, session_id: str) -> bool:
+    """Whether the entity has stored any event of the session `session_id`."""
+    row = db.conn.execute(
+        "SELECT 1 FROM events WHERE entity = ? AND session_id = ? LIMIT 1", (entity, session_id)
+    ).fetchone()
+    return row is not None
+
+
 def turns_around(db: Database, entity: str, query: AroundQuery) -> list[Event]:
     """`count` events around the moment (half before, half after), oldest first."""
     where, params = query.where(entity)

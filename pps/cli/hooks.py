@@ -34,20 +34,13 @@ def hook(
         typer.Option("--host", help="The agent host running it: claude-code, letta-code, codex."),
     ] = "claude-code",
 ) -> None:
-    """Run an agent host's hook: its JSON on stdin, context to inject on stdout. Always
-    exits 0 within PPS_HOOK_BUDGET_S; problems go to hooks.log in PPS_CLIENT_DIR."""
-    from ingest import claude_code, claude_settings, codex, letta_code
+    """Run an agent host's hook through the hook client: its JSON on stdin, what the host
+    reads on stdout. Always exits 0 within PPS_HOOK_BUDGET_S; problems go to hooks.log in
+    PPS_CLIENT_DIR. (The installed hooks run the client itself, which starts in tens of
+    milliseconds; this is the same for a hook written by hand, or installed before it.)"""
+    from ingest import hook as client
 
-    try:
-        settings = settings_for()
-    except Exception:  # a broken setting must not break the session either
-        return
-    if host == "codex":
-        claude_code.main(event, settings, runner=codex.run)
-    elif host == "letta-code":
-        claude_code.main(event, settings, runner=letta_code.run)
-    else:
-        claude_code.main(event, settings, claude_settings.refused_http_hook)
+    client.main([event, "--host", host])
 
 
 @app.command("install")
@@ -93,7 +86,10 @@ def hooks_install(
 ) -> None:
     """Merge our hooks into a Claude Code settings file; nobody else's hooks are touched.
     UserPromptSubmit is an http hook with the token in its header (the file is made 0600);
-    the others run `pps hook`, Stop in the background."""
+    the others run the hook client, Stop in the background. Hooks installed before are
+    replaced by these. The settings the client reads (the service, the token file, the
+    client dir, the budget) are written into each command."""
+    from engine.kernel.config import ClientSettings
     from ingest import claude_settings
     from ingest.client import ClientConfigError, read_token, service_url
 
@@ -105,8 +101,10 @@ def hooks_install(
     env = {"PPS_URL": service_url(settings)}
     if settings.token_file is not None:
         env["PPS_TOKEN_FILE"] = str(settings.token_file.expanduser().resolve())
-    if os.environ.get("PPS_CLIENT_DIR"):
-        env["PPS_CLIENT_DIR"] = str(settings.client_dir.expanduser().resolve())
+    env["PPS_CLIENT_DIR"] = str(settings.client_dir.expanduser().resolve())
+    for name in ("hook_budget_s", "hook_max_chars"):
+        if getattr(settings, name) != ClientSettings.model_fields[name].default:
+            env[f"PPS_{name.upper()}"] = str(getattr(settings, name))
     if target == "codex":
         _install_codex(env, settings.hook_budget_s, project, user)
         return

@@ -10,6 +10,8 @@ events, with the service each was written for.
 
 from __future__ import annotations
 
+import time
+
 import typer
 
 from engine.kernel.config import Settings
@@ -36,6 +38,29 @@ def token_source(settings: Settings) -> str:
     if settings.token is not None:
         return "the token in PPS_TOKEN"
     return f"the token in {settings.token_file}"
+
+
+def _flush_hook_calls(settings: Settings, client) -> str | None:
+    """Send the hook calls the hook client (ingest.hook) spooled for this service and
+    token; why it stopped, if it did."""
+    from ingest import hook
+    from ingest.client import client_dir, read_token
+
+    found = hook.Setup(client.url, read_token(settings), str(client_dir(settings)), 0)
+    spool = hook.Spool(found)
+    waiting = spool.pending()
+    if not waiting:
+        return None
+    log: list[str] = []
+    deadline = time.monotonic() + settings.client_timeout_s * waiting
+    emptied, answer = spool.flush(found, deadline, log)
+    left = spool.pending()
+    typer.echo(f"hook calls ({spool.path}): {waiting - left} sent; {left} waiting")
+    for line in log:
+        typer.echo(f"  {line}")
+    if emptied:
+        return None
+    return answer.problem if answer is not None else "another hook is sending them"
 
 
 @app.command("flush")
@@ -65,6 +90,7 @@ def ingest_flush(url: Url = None, token_file: ClientToken = None, port: Port = N
         kept = client.spool.rejected_count()
         if kept:
             typer.echo(f"{kept} rejected events are kept in {client.spool.rejected_path}")
+        problem = _flush_hook_calls(settings, client) or problem
     if settings.spool_path is None:
         for other in other_spools(settings, client.spool.path):
             if other.service == client.url:

@@ -1,86 +1,97 @@
-"""Claude Code's http hooks: POST /v1/hooks/claude-code takes a hook's JSON as Claude Code
-posts it and answers in Claude Code's own output shape, so a prompt costs what recall
-costs, with no process started. The token decides the entity.
+"""The agent hosts' hooks: POST /v1/hooks/{claude-code,codex,letta-code} takes a hook's JSON
+as the host sends it and answers what the host reads back, so every hook's work is done
+here and what the host runs stays thin.
 
-It serves the hooks whose work is the payload itself: UserPromptSubmit (the prompt is
-captured, and recall for it is the context to add) and SessionStart (its marker, and the
-startup recall; Claude Code itself runs only command hooks on SessionStart). The others
-read the session's transcript, which is on the client's machine, never the service's:
-they stay command hooks (`pps hook <Event>`), which is also what sends, later, a prompt
-this route never received (ingest.claude_code builds the same uids both ways).
+Two clients call it. Claude Code's own http hook (UserPromptSubmit) posts its payload as
+it is. The hook client (ingest.hook, the command every other hook runs) posts the payload
+with a `pps` object added (ingest.claude_code.Sent): the call's id, when the host fired
+it, for Claude Code's transcript hooks the transcript's new lines (only the client's
+machine can read them), for Letta Code the agent its hooks serve. The token decides the
+entity. The answer is the host's own output: Claude Code's and Codex's JSON, Letta Code's
+text. What the service could not read of a call (a transcript line that is no record) is
+named in the X-PPS-Problems header, which the hook client writes to hooks.log.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import threading
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body
-from pydantic import BaseModel
+from fastapi import APIRouter, Body, Query
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from engine.capture import events as capture
-from engine.kernel.config import Settings
-from engine.kernel.errors import InputError
-from engine.kernel.requests import NOT_BLANK
+from engine.capture.hook_sessions import HookSessions
 from engine.recall import ambient as recall
 from engine.recall.shapes import RecallRequest
-from engine.runtime import Runtime
-from engine.store.db import Database
-from ingest import claude_code
+from ingest import claude_code, codex, letta_code
+from ingest.claude_code import Call, SessionState, TranscriptGap
 from pps.http.deps import DB, AppRuntime, AppSettings, CurrentEntity
+from pps.http.errors import engine_error_response
 
 router = APIRouter(prefix="/v1/hooks", tags=["hooks"])
 
-SERVED = ("SessionStart", "UserPromptSubmit")
+HOSTS = {"claude-code": claude_code, "codex": codex, "letta-code": letta_code}
+"""Each host's hooks: `check_call`, `handle`, `answer`."""
+Host = Literal["claude-code", "codex", "letta-code"]
+OFFSET_HEADER = "X-PPS-Transcript-Offset"
+"""On a 409 for a transcript's lines: the byte the service has the transcript up to."""
+PROBLEMS_HEADER = "X-PPS-Problems"
+"""What the service could not read of a call, as a JSON list of lines (the first
+PROBLEMS_KEPT)."""
+PROBLEMS_KEPT = 20
 
-_numbering = threading.Lock()
-"""Held while a prompt's occurrence is counted and its event stored: the same text sent
-twice at once must still be two turns."""
+_states = threading.Lock()
+"""Held while a call reads the session states, stores its events and writes the states
+back: two calls of one session at once must still count its turns one after the other."""
 
 
 BODY = {
     "type": "object",
-    "required": ["session_id", "hook_event_name"],
     "properties": {
-        "session_id": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": claude_code.SESSION_MAX,
-            "pattern": NOT_BLANK,
-        },
-        "hook_event_name": {"type": "string", "enum": list(SERVED)},
+        "session_id": {"type": "string", "maxLength": claude_code.SESSION_MAX},
+        "hook_event_name": {"type": "string", "enum": list(claude_code.EVENTS)},
         **{name: {"type": ["string", "null"]} for name in claude_code.TEXT_FIELDS},
+        claude_code.SENT_KEY: {
+            "type": "object",
+            "description": "What the pps hook client adds: call (its id), at (when the"
+            " host fired the hook), replay (sent again from the spool: no recall),"
+            " transcript ({path, start, size, text}: the new lines), agent (Letta Code).",
+        },
     },
     "additionalProperties": True,
 }
 """What the route reads of a payload (it checks it itself, to name what is wrong in the
-host's terms); Claude Code's other fields are taken and ignored."""
+host's terms); the hosts' other fields are taken and ignored."""
 
-
-class HookSpecificOutput(BaseModel):
-    hookEventName: str
-    additionalContext: str
-
-
-class HookAnswer(BaseModel):
-    """Claude Code's hook output: `{}`, or the context to add to the conversation."""
-
-    hookSpecificOutput: HookSpecificOutput | None = None
+ANSWERS: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "What the host reads back: for Claude Code and Codex `{}` or"
+        " `{\"hookSpecificOutput\": {\"hookEventName\": ..., \"additionalContext\": ...}}`;"
+        " for Letta Code the memory text.",
+        "content": {"application/json": {}, "text/plain": {}},
+    },
+    409: {"description": "Transcript lines from past where the service has the transcript"},
+}
 
 
 @router.post(
-    "/claude-code",
-    summary="A Claude Code http hook (UserPromptSubmit, SessionStart): capture, and the"
-    " context to add",
-    response_model_exclude_none=True,
+    "/{host}",
+    summary="An agent host's hook (Claude Code, Codex, Letta Code): capture, and what the"
+    " host reads back",
+    responses=ANSWERS,
     openapi_extra={"requestBody": {"content": {"application/json": {"schema": BODY}}}},
 )
-def claude_code_hook(
+def host_hook(
+    host: Host,
     payload: Annotated[
         Any,
         Body(
-            description="The hook's JSON as Claude Code sends it (what a command hook reads on"
-            " stdin): session_id, transcript_path, cwd, hook_event_name, prompt, source, ...",
+            description="The hook's JSON as the host sends it (what a command hook reads on"
+            " stdin): for Claude Code session_id, transcript_path, cwd, hook_event_name,"
+            " prompt, source, ...",
             examples=[
                 {
                     "session_id": "0b5d7a2e-8c1f-4b7e-9a51-3f0c2d9e6a14",
@@ -97,50 +108,53 @@ def claude_code_hook(
     db: DB,
     settings: AppSettings,
     runtime: AppRuntime,
-) -> HookAnswer:
-    event = claude_code.check_payload(payload)
-    if event not in SERVED:
-        raise InputError.of(
-            "hook_event_name",
-            f"{event} reads the session's transcript, on the client's machine: it runs as the"
-            f" command hook `pps hook {event}` (`pps hooks install claude-code` puts it there)",
+    event: Annotated[
+        str | None,
+        Query(description="The hook's event, when the command names it (`Stop`, `stop`)."),
+    ] = None,
+) -> Response:
+    served = HOSTS[host]
+    name = served.check_call(payload, event)
+    sent = claude_code.sent(payload)
+    with _states:
+        sessions = HookSessions(db, entity, host)
+        states: dict[str, SessionState] = {}
+
+        def state(key: str) -> SessionState:
+            if key not in states:
+                states[key] = SessionState.of(sessions.read(key))
+            return states[key]
+
+        call = Call(
+            name,
+            payload,
+            sent,
+            state,
+            lambda session: capture.in_session(db, entity, session),
+            settings.max_content_bytes,
+            sent.max_chars or settings.hook_max_chars,
         )
-    if event == "SessionStart":
-        _record(db, entity, settings, runtime, [claude_code.start_marker(payload)])
-        context = "startup"
-        fields: dict[str, Any] = {}
-    else:
-        prompt = claude_code.prompt_text(payload)
-        if prompt is None:
-            return HookAnswer()
-        with _numbering:
-            parts = claude_code.prompt_events(
-                payload, _occurrence(db, entity, payload, prompt), settings.max_content_bytes
+        try:
+            served.handle(call)
+        except TranscriptGap as gap:
+            refused = engine_error_response(gap)
+            refused.headers[OFFSET_HEADER] = str(gap.offset)
+            return refused
+        if call.events:
+            parsed = capture.parse_events(
+                call.events,
+                max_batch=len(call.events),
+                max_content_bytes=settings.max_content_bytes,
             )
-            _record(db, entity, settings, runtime, parts)
-        context, fields = prompt, {"answering": claude_code.answering(parts)}
-    request = claude_code.recall_request(payload, context, settings.hook_max_chars, **fields)
-    found = recall.recall(runtime, entity, RecallRequest(**request)).context
-    text = found[: settings.hook_max_chars] if found.strip() else None
-    return HookAnswer.model_validate(claude_code.hook_output(event, text))
-
-
-def _occurrence(db: Database, entity: str, payload: dict, prompt: str) -> int:
-    """How many times the session's stored prompts held this text: the n of its uid, as
-    the transcript sweep counts the session's lines. A prompt this route never got is sent
-    later by the sweep; if the same words came here meanwhile, the two number them in
-    another order, and each is still stored once (the words are the same)."""
-    session = claude_code.session_of(payload)
-    n = 0
-    while capture.exists(db, entity, claude_code.user_turn_uid(session, prompt, n)):
-        n += 1
-    return n
-
-
-def _record(
-    db: Database, entity: str, settings: Settings, runtime: Runtime, events: list[dict]
-) -> None:
-    parsed = capture.parse_events(
-        events, max_batch=settings.max_batch, max_content_bytes=settings.max_content_bytes
-    )
-    capture.record(db, entity, parsed, runtime.announce)
+            capture.record(db, entity, parsed, runtime.announce)
+        sessions.save({key: dataclasses.asdict(one) for key, one in states.items()})
+    context = None
+    if call.recall is not None:
+        found = recall.recall(runtime, entity, RecallRequest(**call.recall)).context
+        context = found[: call.max_chars] if found.strip() else None
+    answer = served.answer(call, context)
+    said = json.dumps(call.problems[:PROBLEMS_KEPT])[:4000]
+    headers = {PROBLEMS_HEADER: said} if call.problems else None
+    if isinstance(answer, str):
+        return PlainTextResponse(answer, headers=headers)
+    return JSONResponse(answer, headers=headers)

@@ -98,6 +98,21 @@ def pps(*args: str, env: dict[str, str], stdin: bytes | str | None = None, cwd: 
     return done
 
 
+HOOK_CLIENT = [sys.executable, "-I", "-S", str(ROOT / "ingest" / "hook.py")]
+"""The hook client as the installed hooks run it (ingest.claude_settings.client_command)."""
+
+
+def run_hook(event: str, *args: str, env: dict[str, str], stdin: bytes | str | None = None):
+    """Run the hook client for `event` (`--host H` in `args`) as a host runs it: a child
+    process, the host's payload on stdin; the CompletedProcess (text output)."""
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    done = subprocess.run(
+        [*HOOK_CLIENT, event, *args], input=data, capture_output=True, env=env, timeout=60
+    )
+    done.stdout, done.stderr = done.stdout.decode(), done.stderr.decode()
+    return done
+
+
 def all_events(client: httpx.Client, **filters) -> list[dict]:
     """Every event of the client's entity, oldest first."""
     found, cursor = [], None

@@ -1,0 +1,52 @@
+"""Where the agent hosts' hooks are in each session (table hook_sessions): one JSON state
+per entity, host and key (a session id, a Letta working folder, the Letta agent served).
+
+The hook route (pps.rest.hooks) reads the states a call needs, decides from them what to
+store (ingest.claude_code and its siblings), stores the events and then writes the states
+back. A call cut short in between leaves the states behind the events, and the same call
+again derives the same uids from them: nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.kernel import timestamps
+from engine.store.db import Database
+
+
+class HookSessions:
+    """The states one hook call reads and changes, for one entity and host."""
+
+    def __init__(self, db: Database, entity: str, host: str):
+        self.db, self.entity, self.host = db, entity, host
+        self._read: dict[str, str] = {}
+
+    def read(self, key: str) -> dict[str, Any]:
+        """The state under `key` ({} for a new one), as stored."""
+        row = self.db.conn.execute(
+            "SELECT state FROM hook_sessions WHERE entity = ? AND host = ? AND key = ?",
+            (self.entity, self.host, key),
+        ).fetchone()
+        self._read[key] = row[0] if row else "{}"
+        return dict(json.loads(self._read[key]))
+
+    def save(self, states: dict[str, dict[str, Any]]) -> None:
+        """Write back `states` (key -> state) that changed since they were read."""
+        changed = {
+            key: text
+            for key, state in states.items()
+            if (text := json.dumps(state, ensure_ascii=False, sort_keys=True))
+            != json.dumps(json.loads(self._read.get(key, "{}")), sort_keys=True)
+        }
+        if not changed:
+            return
+        now = timestamps.now()
+        with self.db.write() as conn:
+            conn.executemany(
+                "INSERT INTO hook_sessions (entity, host, key, state, updated_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (entity, host, key)"
+                " DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+                [(self.entity, self.host, key, text, now) for key, text in changed.items()],
+            )
