@@ -1,13 +1,17 @@
-"""The prompt's hook round trip: what every Claude Code prompt waits for, as an http hook
-served by the running service (`POST /v1/hooks/claude-code`, a new connection each time,
-as Claude Code makes one) and as the command hook (`pps hook UserPromptSubmit`, a new
-process), each storing the prompt and answering its recall; and the prompt hooks of Letta
-Code and Codex (`pps hook UserPromptSubmit --host letta-code|codex`, commands: neither has
-an http hook), fed each host's own payload. Against a real `pps serve`
-(no graph) with one entity holding `--events` turns; timed idle, then again beside
-`--busy` CPU-bound processes (stopped after the runs). Prints p50 and p95 of each.
+"""Every installed hook of every host, run as the host runs it: what `pps hooks install
+claude-code|codex|letta-code --project DIR` wrote, each command hook spawned through
+`sh -c` with that host's own payload on stdin (the hook client, ingest/hook.py), and
+Claude Code's http hook POSTed to its url with its headers on a new connection, as Claude
+Code does. Every event of each host (SessionStart, UserPromptSubmit, Stop, PreCompact,
+SessionEnd), each storing what it stores and answering what it answers, against a real
+`pps serve` (no graph) with one entity holding `--events` turns.
 
-    python bench/hooks.py [--runs N] [--busy 4] [--events 500]
+Timed idle, then beside `--busy` CPU-bound processes (default: twice the cores), then,
+with `--heavy N`, beside N of them (a household at a load of 20). Prints p50, p95 and the
+worst of each hook, and how many ran past the host's timeout (the settings file's);
+asserts nothing. Compare ratios across machines, not milliseconds.
+
+    python bench/hooks.py [--runs 20] [--busy 4] [--heavy 20] [--events 500]
 """
 
 from __future__ import annotations
@@ -26,14 +30,16 @@ import statistics
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 
 import httpx
 
-from bench.client_start import PPS, prompt_hook
 from pps.process import ServerProcess
 
 SPIN = "while True: pass"
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
+PROMPT = "What did we decide about the greenhouse sensor release?"
 
 
 @contextlib.contextmanager
@@ -48,100 +54,139 @@ def busy_beside(count: int) -> Iterator[None]:
             spinner.wait()
 
 
-def new_connections() -> httpx.Client:
-    """A client that opens a new connection for every request and closes it after, as
-    Claude Code does for each hook. Built once, as Claude Code's own process is: building
-    an httpx client (its TLS context) takes ~20 ms, which is the bench's, not the hook's."""
-    return httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
-
-
-def http_hook(client: httpx.Client, url: str, token: str, n: int) -> float:
-    """Seconds one http hook takes: POST the payload, read the answer."""
-    payload = {
-        "session_id": "0b7c2f4e-bench-http",
-        "transcript_path": "/nonexistent/transcript.jsonl",
-        "cwd": "/srv/bench",
-        "permission_mode": "default",
-        "hook_event_name": "UserPromptSubmit",
-        "prompt": f"What did we decide about the greenhouse sensor release? ({n})",
-    }
-    started = time.perf_counter()
-    answer = client.post(
-        f"{url}/v1/hooks/claude-code",
-        json=payload,
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=30,
-    )
-    elapsed = time.perf_counter() - started
-    if "hookSpecificOutput" not in answer.json():
-        raise RuntimeError(f"the http hook answered {answer.status_code}: {answer.text[:500]}")
-    return elapsed
-
-
-PROMPT = "What did we decide about the greenhouse sensor release?"
-HOST_PAYLOADS: dict[str, dict[str, object]] = {
-    "letta-code": {  # Letta Code's UserPromptSubmit input (src/hooks/index.ts)
-        "event_type": "UserPromptSubmit",
-        "working_directory": "/srv/bench",
-        "prompt": PROMPT,
-        "is_command": False,
-        "agent_id": "agent-0b7c2f4e-bench",
-        "conversation_id": "conv-0b7c2f4e-bench",
-    },
-    "codex": {  # Codex's (its user-prompt-submit command input schema)
-        "session_id": "0b7c2f4e-bench-codex",
-        "transcript_path": None,
-        "cwd": "/srv/bench",
-        "hook_event_name": "UserPromptSubmit",
-        "model": "gpt-5.5",
-        "permission_mode": "default",
-        "turn_id": "turn-bench",
-        "prompt": PROMPT,
-    },
-}
-
-
-def host_hook(host: str, env: dict, n: int) -> float:
-    """Seconds one host's prompt command hook takes from spawn to exit; it must inject."""
-    payload = {**HOST_PAYLOADS[host], "prompt": f"{PROMPT} ({n})"}
-    started = time.perf_counter()
-    done = subprocess.run(
-        [*PPS, "hook", "UserPromptSubmit", "--host", host],
-        env=env,
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    elapsed = time.perf_counter() - started
-    if "Memory" not in done.stdout:
-        raise RuntimeError(f"the {host} hook injected nothing: {done.stderr[:500]}")
-    return elapsed
-
-
 def percentiles(seconds: list[float]) -> str:
     ordered = sorted(seconds)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return f"p50 {statistics.median(ordered) * 1000:7.0f} ms   p95 {p95 * 1000:7.0f} ms"
+    return (
+        f"p50 {statistics.median(ordered) * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms"
+        f"   worst {ordered[-1] * 1000:6.0f} ms"
+    )
 
 
-def measure(label: str, url: str, token: str, env: dict, home: Path, runs: int) -> None:
-    with new_connections() as client:
-        http = [http_hook(client, url, token, n) for n in range(runs)]
-    command = [prompt_hook(env, home)[0] for _ in range(runs)]
-    hosts = {host: [host_hook(host, env, n) for n in range(runs)] for host in HOST_PAYLOADS}
-    load = os.getloadavg()[0]
-    print(f"{label} (load average {load:.1f}, {runs} runs each)")
-    print(f"  claude-code http hook     {percentiles(http)}")
-    print(f"  claude-code command hook  {percentiles(command)}")
-    for host, seconds in hosts.items():
-        print(f"  {host + ' command hook':25} {percentiles(seconds)}")
+class Session:
+    """One session of one host: its payloads, and for Claude Code a transcript that grows
+    a turn before each Stop, as Claude Code's does."""
+
+    def __init__(self, host: str, folder: Path):
+        self.host, self.folder, self.id = host, folder, f"bench-{uuid.uuid4()}"
+        self.transcript = folder / f"{self.id}.jsonl"
+        self.turn = 0
+
+    def payload(self, event: str) -> dict[str, object]:
+        self.turn += event == "UserPromptSubmit"
+        prompt = f"{PROMPT} ({self.turn})"
+        answer = f"We ship it on Friday ({self.turn})."
+        if self.host == "letta-code":  # Letta Code's inputs (src/hooks/index.ts)
+            fields = {
+                "SessionStart": {"is_new_session": True, "agent_name": "bench"},
+                "UserPromptSubmit": {"prompt": prompt, "is_command": False},
+                "Stop": {"stop_reason": "end_turn", "assistant_message": answer},
+                "PreCompact": {"context_length": 1000},
+                "SessionEnd": {"duration_ms": 1000},
+            }[event]
+            if event == "Stop":
+                fields["user_message"] = prompt
+            else:
+                fields.update(agent_id="agent-bench", conversation_id=self.id)
+            return {"event_type": event, "working_directory": str(self.folder), **fields}
+        common = {
+            "session_id": self.id,
+            "cwd": str(self.folder),
+            "hook_event_name": event,
+            "permission_mode": "default",
+        }
+        if self.host == "codex":  # Codex's command input schemas
+            fields = {
+                "SessionStart": {"source": "startup"},
+                "UserPromptSubmit": {"prompt": prompt, "turn_id": f"t{self.turn}"},
+                "Stop": {"turn_id": f"t{self.turn}", "last_assistant_message": answer},
+                "PreCompact": {"turn_id": f"t{self.turn}", "trigger": "auto"},
+                "SessionEnd": {"reason": "exit"},
+            }[event]
+            return {**common, "transcript_path": None, "model": "gpt-5.5", **fields}
+        if event == "Stop":
+            self._write("user", prompt)
+            self._write("assistant", [{"type": "text", "text": answer}])
+        fields = {
+            "SessionStart": {"source": "startup"},
+            "UserPromptSubmit": {"prompt": prompt},
+            "Stop": {"stop_hook_active": False},
+            "PreCompact": {"trigger": "auto", "custom_instructions": ""},
+            "SessionEnd": {"reason": "other"},
+        }[event]
+        return {**common, "transcript_path": str(self.transcript), **fields}
+
+    def _write(self, role: str, content: object) -> None:
+        record = {
+            "type": role,
+            "uuid": str(uuid.uuid4()),
+            "sessionId": self.id,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "cwd": str(self.folder),
+            "message": {"role": role, "content": content},
+        }
+        with open(self.transcript, "a") as file:
+            file.write(json.dumps(record) + "\n")
+
+
+def installed(host: str, project: Path, env: dict[str, str]) -> dict[str, dict]:
+    """The hooks `pps hooks install HOST --project DIR` wrote, by event."""
+    subprocess.run(
+        [sys.executable, "-m", "pps.cli", "hooks", "install", host, "--project", str(project)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    name = {
+        "claude-code": ".claude/settings.local.json",
+        "codex": ".codex/hooks.json",
+        "letta-code": ".letta/settings.local.json",
+    }[host]
+    settings = json.loads((project / name).read_text())
+    return {event: settings["hooks"][event][-1]["hooks"][0] for event in EVENTS}
+
+
+def run(hook: dict, payload: dict, env: dict, host: str) -> tuple[float, float]:
+    """(seconds the hook took, the host's timeout for it in seconds)."""
+    started = time.perf_counter()
+    if hook["type"] == "http":
+        with httpx.Client() as http:  # a new connection, as Claude Code makes one
+            http.post(hook["url"], json=payload, headers=hook["headers"], timeout=30)
+    else:
+        subprocess.run(
+            ["sh", "-c", hook["command"]],
+            input=json.dumps(payload),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    timeout = hook["timeout"] / (1000 if host == "letta-code" else 1)
+    return time.perf_counter() - started, timeout
+
+
+def measure(label: str, hooks: dict, work: Path, env: dict, runs: int) -> None:
+    print(f"{label} (load average {os.getloadavg()[0]:.1f}, {runs} sessions each)")
+    for host, by_event in hooks.items():
+        taken: dict[str, list[float]] = {event: [] for event in EVENTS}
+        late = 0
+        for _ in range(runs):
+            session = Session(host, work)
+            for event in EVENTS:
+                seconds, timeout = run(by_event[event], session.payload(event), env, host)
+                taken[event].append(seconds)
+                late += seconds > timeout
+        for event in EVENTS:
+            kind = by_event[event]["type"]
+            print(f"  {host:12} {event:17} {kind:8} {percentiles(taken[event])}")
+        print(f"  {host:12} past the host's timeout: {late} of {runs * len(EVENTS)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--busy", type=int, default=4)
+    parser.add_argument("--busy", type=int, default=2 * (os.cpu_count() or 1))
+    parser.add_argument("--heavy", type=int, default=0)
     parser.add_argument("--events", type=int, default=500)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root:
@@ -159,20 +204,31 @@ def main() -> None:
             ]
             headers = {"Authorization": f"Bearer {token}"}
             httpx.post(f"{server.url}/v1/events", json=events, headers=headers, timeout=60)
+            token_file = home / "token"
+            token_file.write_text(token)
+            token_file.chmod(0o600)
             env = {
-                **server.env,
+                **{k: v for k, v in server.env.items() if not k.startswith("PPS_")},
+                "HOME": str(home),
                 "PPS_URL": server.url,
-                "PPS_TOKEN": token,
+                "PPS_TOKEN_FILE": str(token_file),
                 "PPS_CLIENT_DIR": str(home / "client"),
             }
-            env.pop("PPS_TOKEN_FILE", None)
-            prompt_hook(env, home)  # the first of each is not timed
-            with new_connections() as client:
-                http_hook(client, server.url, token, -1)
-            measure("idle", server.url, token, env, home, args.runs)
+            hooks = {}
+            for host in ("claude-code", "codex", "letta-code"):
+                project = home / host
+                project.mkdir()
+                hooks[host] = installed(host, project, env)
+            work = home / "work"
+            work.mkdir()
+            measure("warm-up", hooks, work, env, 1)
+            measure("idle", hooks, work, env, args.runs)
             with busy_beside(args.busy):
-                label = f"beside {args.busy} CPU-bound processes"
-                measure(label, server.url, token, env, home, args.runs)
+                measure(f"beside {args.busy} CPU-bound processes", hooks, work, env, args.runs)
+            if args.heavy:
+                with busy_beside(args.heavy):
+                    label = f"beside {args.heavy} CPU-bound processes"
+                    measure(label, hooks, work, env, args.runs)
 
 
 if __name__ == "__main__":

@@ -450,7 +450,11 @@ def _chunk(given: Any) -> Chunk | None:
     path, start, size, lines = (given.get(k) for k in ("path", "start", "size", "lines"))
     if not isinstance(path, str) or not path:
         raise InputError.of(f"{where}.path", "the transcript's path, as text")
-    if not (_count(start) and _count(size)):
+    if (
+        not isinstance(start, int)
+        or not isinstance(size, int)
+        or not (_count(start) and _count(size))
+    ):
         raise InputError.of(where, "start and size are byte counts")
     if not isinstance(lines, list) or not all(_line(line) for line in lines):
         raise InputError.of(f"{where}.lines", "a list of [end byte, line text]")

@@ -137,6 +137,7 @@ HANDLERS = {
     "SessionEnd": session_end,
 }
 
+
 def handle(call: cc.Call) -> None:
     HANDLERS[call.event](call)
 

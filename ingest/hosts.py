@@ -22,23 +22,20 @@ class Host:
     name: str
     """The install target, and `pps hook --host NAME`."""
     title: str
-    labels: tuple[str, ...]
-    """How the service's record of calls names this host's calls (X-PPS-Client, or the
-    http hook's route)."""
+    label: str
+    """How the service's record of calls names this host's hook client's calls (its
+    X-PPS-Client header)."""
     settings_path: Callable[..., Path]
     """(project=DIR | user=True) -> the file our hooks go into."""
 
 
 HOSTS = (
-    Host(
-        "claude-code",
-        "Claude Code",
-        ("claude-code", "claude-code-http"),
-        claude_settings.settings_path,
-    ),
-    Host("letta-code", "Letta Code", ("letta-code",), letta_settings.settings_path),
-    Host("codex", "Codex", ("codex",), codex_settings.settings_path),
+    Host("claude-code", "Claude Code", "claude-code", claude_settings.settings_path),
+    Host("letta-code", "Letta Code", "letta-code", letta_settings.settings_path),
+    Host("codex", "Codex", "codex", codex_settings.settings_path),
 )
+HTTP_HOOK_LABEL = "claude-code-http"
+"""How the record names Claude Code's own http hook's calls (by their route)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +47,12 @@ class Found:
     path: Path
     hooks: Installed | None = None
     problem: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The record's name for these hooks' calls: the http hook's, else the client's."""
+        http = self.hooks is not None and self.hooks.source == claude_settings.HEADER
+        return HTTP_HOOK_LABEL if http else self.host.label
 
 
 def installed(project: Path | None = None) -> list[Found]:

@@ -212,6 +212,35 @@ def test_the_client_side_loads_nothing_heavy(module):
     assert not loaded & heavy, f"{module} loads {sorted(loaded & heavy)}"
 
 
+def test_the_hook_client_runs_on_the_standard_library_alone(tmp_path):
+    """What every command hook of every host runs (ingest/hook.py, as installed: `-I -S`)
+    loads the standard library and, of pps, the stripping of private text: no third-party
+    package, none of pps's settings or HTTP client (the whole CLI's ~460 modules were
+    0.5 s of every prompt idle, seconds busy). It is run to the end, a hook that finds no
+    service, so what it loads while it works counts too."""
+    probe = (
+        "import json, runpy, sys\n"
+        "sys.argv = ['hook.py', 'UserPromptSubmit', '--host', 'codex']\n"
+        f"runpy.run_path({str(ROOT / 'ingest' / 'hook.py')!r}, run_name='__main__')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('engine', 'ingest')"
+        " or m.split('.')[0] not in sys.stdlib_module_names)))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PPS_URL": "http://127.0.0.1:9", "PPS_TOKEN": "pps_x"}
+    env["PPS_CLIENT_DIR"] = str(tmp_path)
+    payload = json.dumps({"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"})
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe],
+        input=payload,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    loaded = set(json.loads(done.stdout.splitlines()[-1])) - {"__main__", "_virtualenv"}
+    assert loaded == {"engine", "engine.kernel", "engine.kernel.private"}, sorted(loaded)
+    assert "1 calls wait in the spool" in (tmp_path / "hooks.log").read_text()  # it ran
+
+
 def test_serve_refuses_a_remote_host_before_loading_the_engine(tmp_path):
     probe = (
         "import json, sys\n"

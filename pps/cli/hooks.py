@@ -13,7 +13,7 @@ import typer
 from pps.cli.options import ClientToken, Port, Url, fail, settings_for
 
 if TYPE_CHECKING:
-    from ingest import claude_settings, hosts
+    from ingest import claude_settings
 
 TARGETS = ("claude-code", "letta-code", "codex")
 """The hosts (ingest.hosts.HOSTS), named here without importing their modules."""
@@ -261,10 +261,10 @@ def hooks_status(
         hooks = one.hooks
         typer.echo(f"  events: {', '.join(hooks.events)}")
         typer.echo(f"  token: {hooks.source}  service: {hooks.url}")
-        typer.echo(f"  last call: {_last_call(one.host, hooks)}")
+        typer.echo(f"  last call: {_last_call(one.label, hooks)}")
 
 
-def _last_call(host: hosts.Host, hooks: claude_settings.Installed) -> str:
+def _last_call(label: str, hooks: claude_settings.Installed) -> str:
     from ingest import hosts
 
     if hooks.token is None:
@@ -276,9 +276,8 @@ def _last_call(host: hosts.Host, hooks: claude_settings.Installed) -> str:
         return "refused: the service does not take this token (401); install the hooks again"
     if isinstance(record, int):
         return f"unknown: the service answered {record}"
-    calls = [record[label] for label in host.labels if label in record]
-    if not calls:
+    last = record.get(label)
+    if last is None:
         return "none yet: the service has no call from these hooks"
-    last = max(calls, key=lambda call: call["last_at"])
     counts = f"{last['writes']} writes, {last['reads']} reads in all"
     return f"{last['last_at']}, reached the service (answered {last['last_status']}; {counts})"

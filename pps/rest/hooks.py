@@ -69,7 +69,7 @@ host's terms); the hosts' other fields are taken and ignored."""
 ANSWERS: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "What the host reads back: for Claude Code and Codex `{}` or"
-        " `{\"hookSpecificOutput\": {\"hookEventName\": ..., \"additionalContext\": ...}}`;"
+        ' `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`;'
         " for Letta Code the memory text.",
         "content": {"application/json": {}, "text/plain": {}},
     },
