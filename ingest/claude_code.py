@@ -280,9 +280,18 @@ def check_payload(payload: Any, event: str | None = None) -> str:
     for name in TEXT_FIELDS:
         if payload.get(name) is not None and not isinstance(payload[name], str):
             raise InputError.of(name, f"{type(payload[name]).__name__}; expected text")
-    named = payload.get("hook_event_name") if event is None else canonical(event)
+    return event_named(payload, "hook_event_name", event)
+
+
+def event_named(payload: dict[str, Any], field: str, event: str | None) -> str:
+    """The event a call is for: `event` (as the command names it, a name `canonical`
+    knows), else the payload's `field`; either, where given, one of EVENTS."""
+    given = payload.get(field)
+    if given is not None and given not in EVENTS:
+        raise InputError.of(field, f"{given!r} is none of {', '.join(EVENTS)}")
+    named = given if event is None else canonical(event)
     if named not in EVENTS:
-        raise InputError.of("hook_event_name", f"{named!r} is none of {', '.join(EVENTS)}")
+        raise InputError.of(field, f"{named!r} is none of {', '.join(EVENTS)}")
     return named
 
 
@@ -431,14 +440,17 @@ def sent(payload: dict[str, Any]) -> Sent:
         raise InputError.of(f"{SENT_KEY}.max_chars", f"a count of characters, {span}")
     if call is not None and (not isinstance(call, str) or not CALL_ID.fullmatch(call)):
         raise InputError.of(f"{SENT_KEY}.call", "1 to 64 letters, digits, '-' or '_'")
-    if agent is not None and (not isinstance(agent, str) or len(agent) > SESSION_MAX):
-        raise InputError.of(f"{SENT_KEY}.agent", f"text of at most {SESSION_MAX} characters")
+    if agent is not None and (not isinstance(agent, str) or not 0 < len(agent) <= SESSION_MAX):
+        raise InputError.of(f"{SENT_KEY}.agent", f"text of 1 to {SESSION_MAX} characters")
     try:
         moment = timestamps.normalise(at) if at is not None else None
     except ValueError as exc:
         raise InputError.of(f"{SENT_KEY}.at", str(exc)) from None
+    replay = given.get("replay")
+    if replay is not None and not isinstance(replay, bool):
+        raise InputError.of(f"{SENT_KEY}.replay", "true or false")
     transcript = _chunk(given.get("transcript"))
-    return Sent(call, moment, given.get("replay") is True, transcript, agent, chars)
+    return Sent(call, moment, replay is True, transcript, agent, chars)
 
 
 def _chunk(given: Any) -> Chunk | None:

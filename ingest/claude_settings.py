@@ -185,7 +185,7 @@ def holds_token(hook: dict[str, Any]) -> bool:
 def install(path: Path, wanted: dict[str, dict[str, Any]]) -> Changes:
     """Put `wanted[event]` as our hook for each event (replacing ours where it is); keep
     everything else. A file that then holds a token is made 0600."""
-    settings = _read(path)
+    settings = read(path)
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise SettingsError(f"{path}: 'hooks' is not an object; nothing was changed")
@@ -217,7 +217,7 @@ def uninstall(path: Path) -> Changes:
     changes = Changes(path)
     if not path.exists():
         return changes
-    settings = _read(path)
+    settings = read(path)
     hooks = settings.get("hooks")
     if not isinstance(hooks, dict):
         return changes
@@ -256,7 +256,7 @@ def _drop_empty(hooks: dict[str, Any], event: str, emptied: set[int]) -> None:
         del hooks[event]
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -319,7 +319,7 @@ class Installed:
 def installed(path: Path) -> list[Installed]:
     """Our hooks in the settings file `path`, by service and token (none: no file, or no
     hook of ours in it). Raises SettingsError for a file that cannot be read."""
-    hooks = _read(path).get("hooks")
+    hooks = read(path).get("hooks")
     if not isinstance(hooks, dict):
         return []
     found: dict[tuple[str, str, str | None, str | None], list[str]] = {}

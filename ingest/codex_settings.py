@@ -17,11 +17,22 @@ order included, stays as it was):
   "PPS_TOKEN"`: Codex sends `Authorization: Bearer $PPS_TOKEN` from its own environment,
   so no token is written into the file.
 Uninstall removes our hooks and `[mcp_servers.pps]`, and leaves the feature flag.
+
+Codex runs no hook nobody trusted: it keeps the trust of each hook in the user's
+config.toml, `[hooks.state."<hooks.json's real path>:<event>:<group>:<hook>"]` with
+`trusted_hash = "sha256:<hex>"`, the SHA-256 of the hook as Codex reads it (its event,
+its group's matcher, its fields with Codex's defaults: JSON, keys sorted, no spaces).
+`untrusted` reads it so `pps hooks status` and `pps doctor` can say which of ours Codex
+will skip (found with codex-cli 0.171, and checked against its own app-server's
+`hooks/list` by tests/test_hooks_codex.py). Trusting them is the user's act, in Codex.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +93,57 @@ def uninstall(path: Path) -> Changes:
 
 def installed(path: Path) -> list[Installed]:
     return claude_settings.installed(path)
+
+
+SESSION_END_TIMEOUT_DEFAULT_S = 1
+TIMEOUT_DEFAULT_S = 600
+NO_MATCHER = ("UserPromptSubmit", "Stop")
+"""Events whose matcher Codex ignores (and leaves out of a hook's hash)."""
+
+
+def untrusted(path: Path) -> list[str]:
+    """The events of our hooks in `path` (a hooks.json) that Codex will not run: never
+    trusted, or changed since. Raises SettingsError for a file that cannot be read."""
+    hooks = claude_settings.read(path).get("hooks")
+    state = _read(config_path(user=True)).get("hooks", {}).get("state", {})
+    real = os.path.realpath(path)
+    found = []
+    for event, groups in hooks.items() if isinstance(hooks, dict) else ():
+        for g, group in enumerate(groups if isinstance(groups, list) else []):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for h, hook in enumerate(handlers if isinstance(handlers, list) else []):
+                if not claude_settings.is_ours(hook):
+                    continue
+                trust = state.get(f"{real}:{_snake(event)}:{g}:{h}", {})
+                if trust.get("trusted_hash") != trust_hash(event, group, hook):
+                    found.append(event)
+    return found
+
+
+def trust_hash(event: str, group: dict[str, Any], hook: dict[str, Any]) -> str:
+    """What Codex records when a person trusts `hook` (of `group`, for `event`)."""
+    default = SESSION_END_TIMEOUT_DEFAULT_S if event == "SessionEnd" else TIMEOUT_DEFAULT_S
+    timeout = max(1, int(hook.get("timeout", default)))
+    if event == "SessionEnd":
+        timeout = min(timeout, SESSION_END_TIMEOUT_S)
+    handler = {
+        "type": "command",
+        "command": hook.get("command"),
+        "timeout": timeout,
+        "async": bool(hook.get("async", False)),
+    }
+    for name in ("statusMessage", "additionalContextLimit"):
+        if hook.get(name) is not None:
+            handler[name] = hook[name]
+    identity: dict[str, Any] = {"event_name": _snake(event), "hooks": [handler]}
+    if group.get("matcher") is not None and event not in NO_MATCHER:
+        identity["matcher"] = group["matcher"]
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _snake(event: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", event).lower()
 
 
 def mcp_url(service: str) -> str:

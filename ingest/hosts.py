@@ -47,6 +47,8 @@ class Found:
     path: Path
     hooks: Installed | None = None
     problem: str | None = None
+    untrusted: tuple[str, ...] = ()
+    """Codex: the events of ours it will not run until a person trusts them."""
 
     @property
     def label(self) -> str:
@@ -62,10 +64,27 @@ def installed(project: Path | None = None) -> list[Found]:
     for host in HOSTS:
         for path in (host.settings_path(user=True), host.settings_path(project=project)):
             try:
-                found += [Found(host, path, hooks) for hooks in claude_settings.installed(path)]
+                found += [
+                    Found(host, path, hooks, untrusted=_untrusted(host, path, hooks))
+                    for hooks in claude_settings.installed(path)
+                ]
             except SettingsError as exc:
                 found.append(Found(host, path, problem=str(exc)))
     return found
+
+
+def _untrusted(host: Host, path: Path, hooks: Installed) -> tuple[str, ...]:
+    if host.name != "codex":
+        return ()
+    return tuple(event for event in codex_settings.untrusted(path) if event in hooks.events)
+
+
+def untrusted_says(found: Found) -> str:
+    """What to tell about hooks Codex will not run."""
+    return (
+        f"Codex runs none of {', '.join(found.untrusted)} until they are trusted: start"
+        " `codex` and trust pps's hooks when it asks"
+    )
 
 
 def last_calls(url: str, token: str, timeout: float) -> dict[str, dict[str, Any]] | int | None:

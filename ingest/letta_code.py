@@ -78,9 +78,7 @@ def check_call(payload: Any, event: str | None = None) -> str:
         value = payload.get(name)
         if value is not None and not isinstance(value, str):
             raise InputError.of(name, f"{type(value).__name__}; expected text")
-    named = payload.get("event_type") if event is None else cc.canonical(event)
-    if named not in EVENTS:
-        raise InputError.of("event_type", f"{named!r} is none of {', '.join(EVENTS)}")
+    named = cc.event_named(payload, "event_type", event)
     for name in ("agent_id", "conversation_id"):
         value = payload.get(name)
         if isinstance(value, str) and len(value) > cc.SESSION_MAX:

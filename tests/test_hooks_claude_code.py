@@ -155,6 +155,21 @@ def test_pre_compact_and_session_end_capture_the_rest_and_close_the_window(
     assert len(all_events(api)) == 3
 
 
+def test_a_session_that_never_began_is_not_ended(session, tmp_path):
+    """`claude mcp list` fires SessionEnd for a session it never started, whose transcript
+    was never written: nothing is stored (it used to store "Claude Code session ended"),
+    and nothing is said in hooks.log (it said the transcript was missing)."""
+    api, env, transcript = session
+    assert not transcript.path.exists()
+    done = hook("SessionEnd", transcript, env, reason="other")
+    assert done.stdout == ""
+    assert all_events(api) == []
+    assert not (tmp_path / "client" / "hooks.log").exists()
+    hook("SessionStart", transcript, env, source="startup")  # a session that began, ends
+    hook("SessionEnd", transcript, env, reason="other")
+    assert [e["event_type"] for e in all_events(api)] == ["session_start", "session_end"]
+
+
 def test_prompt_captured_by_the_hook_is_not_stored_again_from_the_transcript(session):
     api, env, transcript = session
     hook("UserPromptSubmit", transcript, env, prompt="  what's in my wardrobe?\n")

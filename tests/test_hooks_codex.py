@@ -153,6 +153,84 @@ def test_an_install_from_before_the_hook_client_is_upgraded_in_place(codex_home)
     assert upgraded["hooks"]["PreToolUse"] == THEIRS_HOOKS["hooks"]["PreToolUse"]
 
 
+def app_server(home: Path, *calls: tuple[str, dict]) -> list[dict]:
+    """The results of `calls` (method, params) to the real `codex app-server` over stdio,
+    with `home` as its CODEX_HOME: what Codex itself says of its settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "PPS_"))}
+    messages = [
+        {
+            "id": 0,
+            "method": "initialize",
+            "params": {"clientInfo": {"name": "pps-test", "version": "0"}},
+        },
+        {"method": "initialized"},
+        *(
+            {"id": n, "method": method, "params": params}
+            for n, (method, params) in enumerate(calls, 1)
+        ),
+    ]
+    proc = subprocess.Popen(
+        [str(host_cli("codex")), "app-server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**env, "CODEX_HOME": str(home)},
+        cwd=home,
+    )
+    results: dict[int, dict] = {}
+    try:
+        for message in messages:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            while "id" in message and message["id"] not in results:
+                answer = json.loads(proc.stdout.readline())
+                if "result" in answer or "error" in answer:
+                    assert "error" not in answer, answer
+                    results[answer["id"]] = answer["result"]
+    finally:
+        proc.kill()
+        proc.wait()
+    return [results[n] for n in range(1, len(calls) + 1)]
+
+
+def test_hooks_codex_has_not_trusted_are_said_so_until_they_are(codex_home, monkeypatch):
+    """Codex skips a hook nobody trusted, silently, also in `codex exec`: `pps hooks
+    status` and `pps doctor` said ok all the same. They read Codex's trust records now,
+    and say what Codex itself says (its app-server's hooks/list), before and after a
+    person trusts them (as its TUI does: config/batchWrite of each hook's hash)."""
+    home, env = codex_home
+    monkeypatch.setenv("CODEX_HOME", str(home))  # whose trust records this process reads
+    install(env, "--user")
+
+    def codex_says() -> dict[str, tuple[str, str]]:
+        [listed] = app_server(home, ("hooks/list", {"cwds": [str(home)]}))
+        hooks = [hook for cwd in listed["data"] for hook in cwd["hooks"]]
+        return {
+            hook["key"]: (hook["trustStatus"], hook["currentHash"])
+            for hook in hooks
+            if "/ingest/hook.py" in hook["command"]
+        }
+
+    said = codex_says()
+    assert len(said) == len(EVENTS) and {status for status, _ in said.values()} == {"untrusted"}
+    assert sorted(codex_settings.untrusted(home / "hooks.json")) == sorted(EVENTS)
+    hooks = json.loads((home / "hooks.json").read_text())["hooks"]
+    for event, [hook] in ours({"hooks": hooks}).items():
+        group = next(g for g in hooks[event] if hook in g["hooks"])
+        key = next(k for k in said if f":{codex_settings._snake(event)}:" in k)
+        assert said[key][1] == codex_settings.trust_hash(event, group, hook)  # as Codex hashes
+    status = pps("hooks", "status", env=env)
+    assert "not trusted: Codex runs none of" in status.stdout, status.stdout
+
+    trusted = {key: {"trusted_hash": digest} for key, (_, digest) in said.items()}
+    edit = {"keyPath": "hooks.state", "value": trusted, "mergeStrategy": "upsert"}
+    app_server(home, ("config/batchWrite", {"edits": [edit]}))
+    assert {status for status, _ in codex_says().values()} == {"trusted"}
+    assert codex_settings.untrusted(home / "hooks.json") == []
+    assert "not trusted" not in pps("hooks", "status", env=env).stdout
+
+
 def test_reinstall_changes_nothing_and_uninstall_removes_only_ours(codex_home):
     home, env = codex_home
     install(env, "--user")

@@ -43,6 +43,11 @@ EXAMPLES = 40
 REFUSES_VALID = {
     ("POST", "/v1/summaries"),  # start_id after end_id: a relation between two fields
     ("POST", "/v1/search"),  # until before since: the same
+    # The hook client's transcript lines each end past the one before; Claude Code's
+    # Stop, PreCompact and SessionEnd need them (or a `pps` object): relations again.
+    ("POST", "/v1/hooks/claude-code"),
+    ("POST", "/v1/hooks/codex"),
+    ("POST", "/v1/hooks/letta-code"),
 }
 
 # The description the app serves; building the app opens nothing (its lifespan does), so

@@ -265,7 +265,10 @@ def _installed_hooks() -> list[dict]:
             continue
         hooks = one.hooks
         where |= {"events": ",".join(hooks.events), "token": hooks.source}
-        lines.append({**_taken(hooks), **where, "url": hooks.url})
+        taken = _taken(hooks)
+        if one.untrusted and taken["status"] == "ok":
+            taken = {"status": "failing", "error": hosts.untrusted_says(one)}
+        lines.append({**taken, **where, "url": hooks.url})
     return lines
 
 

@@ -261,6 +261,8 @@ def hooks_status(
         hooks = one.hooks
         typer.echo(f"  events: {', '.join(hooks.events)}")
         typer.echo(f"  token: {hooks.source}  service: {hooks.url}")
+        if one.untrusted:
+            typer.echo(f"  not trusted: {hosts.untrusted_says(one)}")
         typer.echo(f"  last call: {_last_call(one.label, hooks)}")
 
 

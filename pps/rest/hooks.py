@@ -12,8 +12,6 @@ text. What the service could not read of a call (a transcript line that is no re
 named in the X-PPS-Problems header, which the hook client writes to hooks.log.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import json
 import threading
@@ -24,8 +22,12 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from engine.capture import events as capture
 from engine.capture.hook_sessions import HookSessions
+from engine.kernel.config import Settings
+from engine.kernel.requests import NOT_BLANK
 from engine.recall import ambient as recall
 from engine.recall.shapes import RecallRequest
+from engine.runtime import Runtime
+from engine.store.db import Database
 from ingest import claude_code, codex, letta_code
 from ingest.claude_code import Call, SessionState, TranscriptGap
 from pps.http.deps import DB, AppRuntime, AppSettings, CurrentEntity
@@ -35,7 +37,7 @@ router = APIRouter(prefix="/v1/hooks", tags=["hooks"])
 
 HOSTS = {"claude-code": claude_code, "codex": codex, "letta-code": letta_code}
 """Each host's hooks: `check_call`, `handle`, `answer`."""
-Host = Literal["claude-code", "codex", "letta-code"]
+Event = Literal["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
 OFFSET_HEADER = "X-PPS-Transcript-Offset"
 """On a 409 for a transcript's lines: the byte the service has the transcript up to."""
 PROBLEMS_HEADER = "X-PPS-Problems"
@@ -48,23 +50,69 @@ _states = threading.Lock()
 back: two calls of one session at once must still count its turns one after the other."""
 
 
-BODY = {
-    "type": "object",
+SENT = {
+    "type": ["object", "null"],
+    "description": "What the pps hook client adds (ingest.claude_code.Sent).",
     "properties": {
-        "session_id": {"type": "string", "maxLength": claude_code.SESSION_MAX},
-        "hook_event_name": {"type": "string", "enum": list(claude_code.EVENTS)},
-        **{name: {"type": ["string", "null"]} for name in claude_code.TEXT_FIELDS},
-        claude_code.SENT_KEY: {
-            "type": "object",
-            "description": "What the pps hook client adds: call (its id), at (when the"
-            " host fired the hook), replay (sent again from the spool: no recall),"
-            " transcript ({path, start, size, text}: the new lines), agent (Letta Code).",
+        "call": {"type": ["string", "null"], "pattern": claude_code.CALL_ID.pattern},
+        "at": {"type": ["number", "string", "null"], "description": "When the host fired it."},
+        "replay": {"type": ["boolean", "null"], "description": "Sent again: no recall."},
+        "agent": {"type": ["string", "null"], "minLength": 1, "maxLength": claude_code.SESSION_MAX},
+        "max_chars": {"type": ["integer", "null"], "minimum": 1000, "maximum": 1_000_000},
+        "transcript": {
+            "type": ["object", "null"],
+            "required": ["path", "start", "size", "lines"],
+            "description": "The transcript's new lines: [end byte, line], each ending past"
+            " the one before.",
+            "properties": {
+                "path": {"type": "string", "minLength": 1},
+                "start": {"type": "integer", "minimum": 0},
+                "size": {"type": "integer", "minimum": 0},
+                "lines": {"type": "array"},
+            },
         },
     },
-    "additionalProperties": True,
 }
-"""What the route reads of a payload (it checks it itself, to name what is wrong in the
-host's terms); the hosts' other fields are taken and ignored."""
+TEXT = {"type": ["string", "null"]}
+SESSION = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": claude_code.SESSION_MAX,
+    "pattern": NOT_BLANK,
+}
+EVENT = {
+    "type": ["string", "null"],
+    "enum": [*claude_code.EVENTS, None],
+    "description": "The event (the `event` query names it instead, for the hook client).",
+}
+BODIES: dict[str, dict[str, Any]] = {
+    "claude-code": {
+        "required": ["session_id"],
+        "properties": {
+            "session_id": SESSION,
+            "hook_event_name": EVENT,
+            **{name: TEXT for name in claude_code.TEXT_FIELDS},
+        },
+    },
+    "codex": {
+        "required": ["session_id"],
+        "properties": {
+            "session_id": SESSION,
+            "hook_event_name": EVENT,
+            **{name: TEXT for name in (*claude_code.TEXT_FIELDS, *codex.TEXT_FIELDS)},
+        },
+    },
+    "letta-code": {
+        "properties": {
+            "event_type": EVENT,
+            **{name: TEXT for name in letta_code.TEXT_FIELDS},
+            "agent_id": {"type": ["string", "null"], "maxLength": claude_code.SESSION_MAX},
+            "conversation_id": {"type": ["string", "null"], "maxLength": claude_code.SESSION_MAX},
+        },
+    },
+}
+"""What each route reads of a host's payload (it checks it itself, to name what is wrong
+in the host's terms); the hosts' other fields are taken and ignored."""
 
 ANSWERS: dict[int | str, dict[str, Any]] = {
     200: {
@@ -75,44 +123,88 @@ ANSWERS: dict[int | str, dict[str, Any]] = {
     },
     409: {"description": "Transcript lines from past where the service has the transcript"},
 }
+EXAMPLES = {
+    "claude-code": {
+        "session_id": "0b5d7a2e-8c1f-4b7e-9a51-3f0c2d9e6a14",
+        "transcript_path": "~/.claude/projects/-srv-pps/0b5d7a2e.jsonl",
+        "cwd": "/srv/pps",
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "where did we leave the robe?",
+    },
+    "codex": {
+        "session_id": "019a7c2e-4b1f-7d20-9c5e-2f8a6b3d1e04",
+        "transcript_path": None,
+        "cwd": "/srv/pps",
+        "hook_event_name": "UserPromptSubmit",
+        "model": "gpt-5.5",
+        "turn_id": "turn-3",
+        "prompt": "where did we leave the robe?",
+    },
+    "letta-code": {
+        "event_type": "UserPromptSubmit",
+        "working_directory": "/srv/pps",
+        "prompt": "where did we leave the robe?",
+        "is_command": False,
+        "agent_id": "agent-1234",
+        "conversation_id": "conv-5678",
+    },
+}
+TITLES = {"claude-code": "Claude Code", "codex": "Codex", "letta-code": "Letta Code"}
 
 
-@router.post(
-    "/{host}",
-    summary="An agent host's hook (Claude Code, Codex, Letta Code): capture, and what the"
-    " host reads back",
-    responses=ANSWERS,
-    openapi_extra={"requestBody": {"content": {"application/json": {"schema": BODY}}}},
-)
+def _route(host: str) -> None:
+    """POST /v1/hooks/<host>: its own body's description, one handler for all three.
+    (The handler is made here for each host, so its annotations must be values FastAPI
+    can read as they are: this module does without `from __future__ import annotations`.)"""
+    body = {
+        "type": "object",
+        **BODIES[host],
+        "additionalProperties": True,
+    }
+    body["properties"] = {**body["properties"], claude_code.SENT_KEY: SENT}
+
+    def hook(
+        payload: Annotated[
+            Any,
+            Body(
+                description=f"The hook's JSON as {TITLES[host]} sends it (what a command hook"
+                " reads on stdin), and the hook client's `pps` object.",
+                examples=[EXAMPLES[host]],
+            ),
+        ],
+        entity: CurrentEntity,
+        db: DB,
+        settings: AppSettings,
+        runtime: AppRuntime,
+        event: Annotated[
+            Event | None,
+            Query(description="The hook's event, when the command names it."),
+        ] = None,
+    ) -> Response:
+        return host_hook(host, payload, event, entity, db, settings, runtime)
+
+    router.add_api_route(
+        f"/{host}",
+        hook,
+        methods=["POST"],
+        name=f"{host}_hook",
+        summary=f"A {TITLES[host]} hook: capture, and what {TITLES[host]} reads back",
+        responses=ANSWERS,
+        openapi_extra={"requestBody": {"content": {"application/json": {"schema": body}}}},
+    )
+
+
 def host_hook(
-    host: Host,
-    payload: Annotated[
-        Any,
-        Body(
-            description="The hook's JSON as the host sends it (what a command hook reads on"
-            " stdin): for Claude Code session_id, transcript_path, cwd, hook_event_name,"
-            " prompt, source, ...",
-            examples=[
-                {
-                    "session_id": "0b5d7a2e-8c1f-4b7e-9a51-3f0c2d9e6a14",
-                    "transcript_path": "~/.claude/projects/-srv-pps/0b5d7a2e.jsonl",
-                    "cwd": "/srv/pps",
-                    "permission_mode": "default",
-                    "hook_event_name": "UserPromptSubmit",
-                    "prompt": "where did we leave the robe?",
-                }
-            ],
-        ),
-    ],
-    entity: CurrentEntity,
-    db: DB,
-    settings: AppSettings,
-    runtime: AppRuntime,
-    event: Annotated[
-        str | None,
-        Query(description="The hook's event, when the command names it (`Stop`, `stop`)."),
-    ] = None,
+    host: str,
+    payload: Any,
+    event: str | None,
+    entity: str,
+    db: Database,
+    settings: Settings,
+    runtime: Runtime,
 ) -> Response:
+    """Do one hook of `host` for `entity`; the host's answer."""
     served = HOSTS[host]
     name = served.check_call(payload, event)
     sent = claude_code.sent(payload)
@@ -158,3 +250,7 @@ def host_hook(
     if isinstance(answer, str):
         return PlainTextResponse(answer, headers=headers)
     return JSONResponse(answer, headers=headers)
+
+
+for _host in HOSTS:
+    _route(_host)
