@@ -46,18 +46,22 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError, model_validator
 
 from engine.kernel import limits, private, timestamps
-from engine.kernel.errors import Conflict, InputError
-from engine.kernel.requests import is_blank
+from engine.kernel.errors import Conflict, InputError, from_validation
+from engine.kernel.requests import Request, is_blank
+from engine.kernel.timestamps import Moment
 from ingest import events as ev
 
+CALL_ID = r"^[A-Za-z0-9_-]{1,64}$"
+"""A hook call's id, as the hook client makes it."""
 CHANNEL = "terminal:claude"
 SOURCE = "claude-code"
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
@@ -204,16 +208,24 @@ def occurrence(state: SessionState, session: str, text: str, call: str | None) -
     return n
 
 
-@dataclass(frozen=True)
-class Chunk:
+class Chunk(Request):
     """Transcript lines a hook client read: from byte `start` of the file, each line with
     the byte it ends at (its private text already stripped by the client, so a line's
     text is not always its bytes), and the file's size then."""
 
-    path: str
-    start: int
-    size: int
-    lines: list[tuple[int, str]]
+    path: str = Field(min_length=1, description="The transcript's path on the client.")
+    start: int = Field(ge=0, description="The byte the first line starts at.")
+    size: int = Field(ge=0, description="The file's size when it was read.")
+    lines: list[tuple[Annotated[int, Field(ge=0)], str]] = Field(
+        description="[end byte, line] each, each line ending past the one before."
+    )
+
+    @model_validator(mode="after")
+    def _in_order(self) -> Chunk:
+        ends = [self.start, *(end for end, _ in self.lines)]
+        if any(later <= earlier for earlier, later in itertools.pairwise(ends)):
+            raise ValueError("each line ends past the one before it")
+        return self
 
 
 class TranscriptGap(Conflict):
@@ -401,21 +413,27 @@ def hook_output(event: str, context: str | None, warning: str | None = None) -> 
 # --- the hooks, as the service does them ----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Sent:
-    """What the hook client (ingest.hook) adds to a host's payload, under its `pps` key:
-    the call's id (a call sent again from the spool is the same call), when the host fired
-    it, whether it is sent again (then no recall is wanted), the transcript's new lines,
-    the Letta agent the hooks serve, and how much the hook may inject. Claude Code's own
-    http hook adds nothing."""
+class Sent(Request):
+    """What the hook client (ingest.hook) adds to a host's payload, under its `pps` key.
+    Claude Code's own http hook adds nothing."""
 
-    call: str | None = None
-    at: str | None = None
-    replay: bool = False
-    transcript: Chunk | None = None
-    agent: str | None = None
-    max_chars: int | None = None
-    """PPS_HOOK_MAX_CHARS as the client has it, else the service's."""
+    call: str | None = Field(
+        None,
+        pattern=CALL_ID,
+        description="The call's id: a call sent again (from the spool) is the same call.",
+    )
+    at: Moment | None = Field(None, description="When the host fired the hook.")
+    replay: bool | None = Field(None, description="Sent again: nobody waits, no recall.")
+    transcript: Chunk | None = Field(None, description="The transcript's new lines.")
+    agent: str | None = Field(
+        None, min_length=1, max_length=SESSION_MAX, description="The Letta agent served."
+    )
+    max_chars: int | None = Field(
+        None,
+        ge=limits.MAX_CHARS_MIN,
+        le=limits.MAX_CHARS_MAX,
+        description="PPS_HOOK_MAX_CHARS as the client has it, else the service's.",
+    )
 
     @property
     def stamp(self) -> str:
@@ -427,70 +445,13 @@ def sent(payload: dict[str, Any]) -> Sent:
     """The hook client's additions to `payload` (removed from it). Raises InputError
     naming the field that is wrong."""
     given = payload.pop(SENT_KEY, None)
-    if given is None:
-        return Sent()
-    if not isinstance(given, dict):
-        raise InputError.of(SENT_KEY, "an object (what the pps hook client adds)")
-    call, at, agent = given.get("call"), given.get("at"), given.get("agent")
-    chars = given.get("max_chars")
-    if chars is not None and not (
-        _count(chars) and limits.MAX_CHARS_MIN <= chars <= limits.MAX_CHARS_MAX
-    ):
-        span = f"{limits.MAX_CHARS_MIN} to {limits.MAX_CHARS_MAX}"
-        raise InputError.of(f"{SENT_KEY}.max_chars", f"a count of characters, {span}")
-    if call is not None and (not isinstance(call, str) or not CALL_ID.fullmatch(call)):
-        raise InputError.of(f"{SENT_KEY}.call", "1 to 64 letters, digits, '-' or '_'")
-    if agent is not None and (not isinstance(agent, str) or not 0 < len(agent) <= SESSION_MAX):
-        raise InputError.of(f"{SENT_KEY}.agent", f"text of 1 to {SESSION_MAX} characters")
     try:
-        moment = timestamps.normalise(at) if at is not None else None
-    except ValueError as exc:
-        raise InputError.of(f"{SENT_KEY}.at", str(exc)) from None
-    replay = given.get("replay")
-    if replay is not None and not isinstance(replay, bool):
-        raise InputError.of(f"{SENT_KEY}.replay", "true or false")
-    transcript = _chunk(given.get("transcript"))
-    return Sent(call, moment, replay is True, transcript, agent, chars)
-
-
-def _chunk(given: Any) -> Chunk | None:
-    if given is None:
-        return None
-    where = f"{SENT_KEY}.transcript"
-    if not isinstance(given, dict):
-        raise InputError.of(where, "an object: path, start, size, lines")
-    path, start, size, lines = (given.get(k) for k in ("path", "start", "size", "lines"))
-    if not isinstance(path, str) or not path:
-        raise InputError.of(f"{where}.path", "the transcript's path, as text")
-    if (
-        not isinstance(start, int)
-        or not isinstance(size, int)
-        or not (_count(start) and _count(size))
-    ):
-        raise InputError.of(where, "start and size are byte counts")
-    if not isinstance(lines, list) or not all(_line(line) for line in lines):
-        raise InputError.of(f"{where}.lines", "a list of [end byte, line text]")
-    ends = [start, *(end for end, _ in lines)]
-    if any(later <= earlier for earlier, later in itertools.pairwise(ends)):
-        raise InputError.of(f"{where}.lines", "each line ends past the one before it")
-    return Chunk(path, start, size, [(end, text) for end, text in lines])
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _line(value: Any) -> bool:
-    return (
-        isinstance(value, list)
-        and len(value) == 2
-        and _count(value[0])
-        and isinstance(value[1], str)
-    )
+        return Sent.model_validate({} if given is None else given)
+    except ValidationError as exc:
+        raise from_validation(exc.errors(), prefix=(SENT_KEY,)) from None
 
 
 SENT_KEY = "pps"
-CALL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 @dataclass

@@ -50,29 +50,20 @@ _states = threading.Lock()
 back: two calls of one session at once must still count its turns one after the other."""
 
 
-SENT = {
-    "type": ["object", "null"],
-    "description": "What the pps hook client adds (ingest.claude_code.Sent).",
-    "properties": {
-        "call": {"type": ["string", "null"], "pattern": claude_code.CALL_ID.pattern},
-        "at": {"type": ["number", "string", "null"], "description": "When the host fired it."},
-        "replay": {"type": ["boolean", "null"], "description": "Sent again: no recall."},
-        "agent": {"type": ["string", "null"], "minLength": 1, "maxLength": claude_code.SESSION_MAX},
-        "max_chars": {"type": ["integer", "null"], "minimum": 1000, "maximum": 1_000_000},
-        "transcript": {
-            "type": ["object", "null"],
-            "required": ["path", "start", "size", "lines"],
-            "description": "The transcript's new lines: [end byte, line], each ending past"
-            " the one before.",
-            "properties": {
-                "path": {"type": "string", "minLength": 1},
-                "start": {"type": "integer", "minimum": 0},
-                "size": {"type": "integer", "minimum": 0},
-                "lines": {"type": "array"},
-            },
-        },
-    },
-}
+def _inlined(schema: Any, defs: dict[str, Any]) -> Any:
+    """`schema` with each `$ref` to one of `defs` replaced by what it names."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return _inlined(defs[schema["$ref"].rsplit("/", 1)[1]], defs)
+        return {key: _inlined(value, defs) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_inlined(value, defs) for value in schema]
+    return schema
+
+
+_sent = claude_code.Sent.model_json_schema()
+SENT = {"anyOf": [_inlined(_sent, _sent.pop("$defs", {})), {"type": "null"}]}
+"""The hook client's `pps` object (ingest.claude_code.Sent), as the body's own part."""
 TEXT = {"type": ["string", "null"]}
 SESSION = {
     "type": "string",
