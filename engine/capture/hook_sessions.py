@@ -2,14 +2,15 @@
 per entity, host and key (a session id, a Letta working folder, the Letta agent served).
 
 The hook route (pps.rest.hooks) reads the states a call needs, decides from them what to
-store (ingest.claude_code and its siblings), stores the events and then writes the states
-back. A call cut short in between leaves the states behind the events, and the same call
-again derives the same uids from them: nothing is stored twice.
+store (ingest.claude_code and its siblings), and writes the states back in the events'
+own transaction (one commit), or alone when it stored no new event. A call sent again
+derives the same uids from them: nothing is stored twice.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 from engine.kernel import timestamps
@@ -32,8 +33,12 @@ class HookSessions:
         self._read[key] = row[0] if row else "{}"
         return dict(json.loads(self._read[key]))
 
-    def save(self, states: dict[str, dict[str, Any]]) -> None:
-        """Write back `states` (key -> state) that changed since they were read."""
+    def save(
+        self, states: dict[str, dict[str, Any]], conn: sqlite3.Connection | None = None
+    ) -> None:
+        """Write back `states` (key -> state) that changed since they were read: in the
+        transaction of `conn` (the call's events' own, one commit for both), else in one
+        of its own."""
         changed = {
             key: text
             for key, state in states.items()
@@ -42,11 +47,13 @@ class HookSessions:
         }
         if not changed:
             return
+        if conn is None:
+            with self.db.write() as own:
+                return self.save(states, own)
         now = timestamps.now()
-        with self.db.write() as conn:
-            conn.executemany(
-                "INSERT INTO hook_sessions (entity, host, key, state, updated_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (entity, host, key)"
-                " DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
-                [(self.entity, self.host, key, text, now) for key, text in changed.items()],
-            )
+        conn.executemany(
+            "INSERT INTO hook_sessions (entity, host, key, state, updated_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (entity, host, key)"
+            " DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+            [(self.entity, self.host, key, text, now) for key, text in changed.items()],
+        )

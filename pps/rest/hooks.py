@@ -14,6 +14,7 @@ named in the X-PPS-Problems header, which the hook client writes to hooks.log.
 
 import dataclasses
 import json
+import sqlite3
 import threading
 from typing import Annotated, Any, Literal
 
@@ -223,14 +224,22 @@ def host_hook(
             refused = engine_error_response(gap)
             refused.headers[OFFSET_HEADER] = str(gap.offset)
             return refused
+        kept = {key: dataclasses.asdict(one) for key, one in states.items()}
+        saved: list[bool] = []
+
+        def save(conn: sqlite3.Connection, *_: Any) -> None:  # with the new events
+            sessions.save(kept, conn)
+            saved.append(True)
+
         if call.events:
             parsed = capture.parse_events(
                 call.events,
                 max_batch=len(call.events),
                 max_content_bytes=settings.max_content_bytes,
             )
-            capture.record(db, entity, parsed, runtime.announce)
-        sessions.save({key: dataclasses.asdict(one) for key, one in states.items()})
+            capture.record(db, entity, parsed, [*runtime.announce, save])
+        if not saved:  # no new event: the states alone
+            sessions.save(kept)
     context = None
     if call.recall is not None:
         found = recall.recall(runtime, entity, RecallRequest(**call.recall)).context
