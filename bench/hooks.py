@@ -166,20 +166,22 @@ def run(hook: dict, payload: dict, env: dict, host: str) -> tuple[float, float]:
 
 
 def measure(label: str, hooks: dict, work: Path, env: dict, runs: int) -> None:
-    print(f"{label} (load average {os.getloadavg()[0]:.1f}, {runs} sessions each)")
+    taken: dict[tuple[str, str], list[float]] = {}
+    late = dict.fromkeys(hooks, 0)
     for host, by_event in hooks.items():
-        taken: dict[str, list[float]] = {event: [] for event in EVENTS}
-        late = 0
         for _ in range(runs):
             session = Session(host, work)
             for event in EVENTS:
                 seconds, timeout = run(by_event[event], session.payload(event), env, host)
-                taken[event].append(seconds)
-                late += seconds > timeout
+                taken.setdefault((host, event), []).append(seconds)
+                late[host] += seconds > timeout
+    # the load as the phase ends: a minute's average lags behind the processes started
+    print(f"{label} (load average {os.getloadavg()[0]:.1f} at its end, {runs} sessions each)")
+    for host, by_event in hooks.items():
         for event in EVENTS:
             kind = by_event[event]["type"]
-            print(f"  {host:12} {event:17} {kind:8} {percentiles(taken[event])}")
-        print(f"  {host:12} past the host's timeout: {late} of {runs * len(EVENTS)}")
+            print(f"  {host:12} {event:17} {kind:8} {percentiles(taken[(host, event)])}")
+        print(f"  {host:12} past the host's timeout: {late[host]} of {runs * len(EVENTS)}")
 
 
 def main() -> None:

@@ -12,8 +12,10 @@ machine's hook client, token file and service.
 
 By default UserPromptSubmit, the hook every prompt waits for, is an http hook served by
 the running service (no process); SessionStart, PreCompact and SessionEnd run the hook
-client (ingest.hook), and Stop too, in the background (`async`): it sends what the
-transcript holds, the prompts an http hook could not deliver among it.
+client (ingest.hook), Stop too: it sends what the transcript holds, the prompts an http
+hook could not deliver among it. (Stop ran in the background, `async`, while a hook
+started the whole CLI; in `claude -p` Claude Code waits ~1.4 s for a background hook
+before it exits, where the hook client takes ~50 ms: it is a plain hook now.)
 `command_hooks` makes every one a command (`--command`, and where Claude Code would
 refuse the http hook: a service at a private address, `http_refused`).
 
@@ -48,10 +50,6 @@ ROUTE = "/v1/hooks/claude-code"
 """The service's route for Claude Code's http hooks (pps.rest.hooks)."""
 HTTP_EVENTS = ("UserPromptSubmit",)
 """The hooks installed as http hooks: the payload is all their work needs."""
-BACKGROUND_EVENTS = ("Stop",)
-"""The command hooks Claude Code runs in the background next to http hooks."""
-BACKGROUND_TIMEOUT_S = 60
-"""Claude Code's limit on a background hook: nobody waits for it."""
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -104,9 +102,9 @@ def command_hooks(env: dict[str, str], budget_s: float) -> dict[str, dict[str, A
 def http_hooks(
     env: dict[str, str], budget_s: float, url: str, token: str
 ) -> dict[str, dict[str, Any]]:
-    """Our hook for each event: http where the payload is all the work needs, else a
-    command (in the background for Stop). The token is written into the header: the
-    settings file that holds it is kept 0600."""
+    """Our hook for each event: http where the payload is all the work needs, else the
+    hook client. The token is written into the header: the settings file that holds it
+    is kept 0600."""
     hooks = command_hooks(env, budget_s)
     for event in HTTP_EVENTS:
         hooks[event] = {
@@ -115,8 +113,6 @@ def http_hooks(
             "headers": {"Authorization": f"Bearer {token}"},
             "timeout": budget_s,
         }
-    for event in BACKGROUND_EVENTS:  # nobody waits: a busy machine may take it past 10 s
-        hooks[event].update({"async": True, "timeout": BACKGROUND_TIMEOUT_S})
     return hooks
 
 
@@ -294,6 +290,52 @@ def write_file(path: Path, text: str, mode: int | None = None) -> None:
         os.close(fd)
     os.chmod(temporary, mode)
     os.replace(temporary, path)
+
+
+# --- pps's MCP server in Claude Code's user scope -------------------------------------------
+
+
+MCP_SERVER = "pps"
+"""Our entry in the user scope's `mcpServers` (`claude mcp get pps`)."""
+
+
+def user_config_path() -> Path:
+    """Claude Code's own file, where `claude mcp add --scope user` keeps MCP servers (as
+    `mcpServers` at its top level; a project's local scope is under `projects`)."""
+    return Path.home() / ".claude.json"
+
+
+def install_mcp(path: Path, service: str, token: str) -> bool:
+    """Put pps's MCP server into the user scope of Claude Code's file at `path`, as
+    `claude mcp add --scope user --transport http` does, the token in its header: the
+    file is made 0600. Every other key is kept. Whether it changed."""
+    config = read(path)
+    servers = config.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise SettingsError(f"{path}: 'mcpServers' is not an object; nothing was changed")
+    entry = {
+        "type": "http",
+        "url": service.rstrip("/") + "/mcp",
+        "headers": {"Authorization": f"Bearer {token}"},
+    }
+    if servers.get(MCP_SERVER) == entry and path.stat().st_mode & 0o777 == 0o600:
+        return False
+    servers[MCP_SERVER] = entry
+    _write(path, config, mode=0o600)
+    return True
+
+
+def uninstall_mcp(path: Path) -> bool:
+    """Take pps's MCP server out of the user scope (only ours); whether it was there."""
+    if not path.exists():
+        return False
+    config = read(path)
+    servers = config.get("mcpServers")
+    if not isinstance(servers, dict) or MCP_SERVER not in servers:
+        return False
+    del servers[MCP_SERVER]
+    _write(path, config)
+    return True
 
 
 # --- where the installed hooks send, and with which token (pps doctor) ---------------------

@@ -142,8 +142,7 @@ def test_without_the_token_nothing_is_stored(server, client, tmp_path):
 def run_hooks(settings: dict, event: str, body: dict, cwd, env: dict) -> list[dict]:
     """Every hook of ours for `event` as Claude Code 2.1 runs it: an http hook is POSTed
     the payload (headers as written; a failure is ignored, as Claude Code ignores it); a
-    command runs through a shell with the payload on stdin (an `async` one too, which
-    Claude Code does not wait for; here it is waited for, to read what it stored). The
+    command runs through a shell with the payload on stdin, as Claude Code runs it. The
     JSON answers, in order."""
     answers = []
     for group in settings["hooks"].get(event, []):

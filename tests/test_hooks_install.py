@@ -92,14 +92,13 @@ def test_install_merges_and_uninstall_removes_only_ours(tmp_path):
         "timeout": 2.0,
     }
     assert path.stat().st_mode & 0o777 == 0o600  # it holds the token now
-    [stop] = ours(settings)["Stop"]
-    assert stop["type"] == "command" and stop["async"] is True and stop["timeout"] == 60
-    command = stop["command"]
-    assert "PPS_URL=http://127.0.0.1:8123" in command and "PPS_TOKEN_FILE=" in command
-    assert "pps_t" not in command  # a command names the token file, not the token
-    for event in ("SessionStart", "PreCompact", "SessionEnd"):  # off the prompt's path
+    for event in ("SessionStart", "Stop", "PreCompact", "SessionEnd"):
         [hook] = ours(settings)[event]
-        assert hook["type"] == "command" and "async" not in hook
+        # no background hook: `claude -p` waited ~1.4 s for one to end before it exited
+        assert hook["type"] == "command" and "async" not in hook and hook["timeout"] == 10
+        command = hook["command"]
+        assert "PPS_URL=http://127.0.0.1:8123" in command and "PPS_TOKEN_FILE=" in command
+        assert "pps_t" not in command  # a command names the token file, not the token
 
     again = install(env, "--project", str(project))
     assert again.returncode == 0 and "added none" in again.stdout
@@ -112,7 +111,7 @@ def test_install_merges_and_uninstall_removes_only_ours(tmp_path):
     assert all(len(hooks) == 1 for hooks in ours(updated).values())
 
     done = install(moved, "--command", "--project", str(project))
-    assert "updated UserPromptSubmit, Stop\n" in done.stdout, done.stderr
+    assert "updated UserPromptSubmit\n" in done.stdout, done.stderr
     commands = json.loads(path.read_text())
     assert all(len(hooks) == 1 for hooks in ours(commands).values())
     for hooks in ours(commands).values():
@@ -323,3 +322,46 @@ def test_a_real_claude_code_turn_is_captured_and_its_model_is_given_the_memory(
     asked = [t for t in model.turns if KETTLE_PROMPT in json.dumps(t["messages"])]
     assert asked, [json.dumps(t["messages"])[:300] for t in model.turns]
     assert_host_turn(api, json.dumps(asked[0]["messages"]), "terminal:claude")
+
+
+def test_a_user_install_gives_claude_code_pps_mcp_server_in_every_folder(tmp_path):
+    """`claude mcp add` run in one folder wrote Claude Code's local scope there: from any
+    other folder `claude mcp list` said "No MCP servers configured". `--user` now puts
+    pps's MCP server in Claude Code's user scope, keeping every other key of its file,
+    which holds the token and is made 0600; the real `claude` reads it from anywhere, and
+    uninstall takes out ours alone."""
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / ".claude.json"
+    theirs = {"numStartups": 3, "mcpServers": {"docs": {"type": "stdio", "command": "docs"}}}
+    config.write_text(json.dumps(theirs))
+    config.chmod(0o644)
+    env = client_env("http://127.0.0.1:8123", "pps_t", tmp_path / "client", HOME=str(home))
+    done = install(env, "--user")
+    assert done.returncode == 0, done.stderr
+    assert "mcpServers.pps set" in done.stdout
+    written = json.loads(config.read_text())
+    assert (
+        written["numStartups"] == 3
+        and written["mcpServers"]["docs"] == theirs["mcpServers"]["docs"]
+    )
+    assert config.stat().st_mode & 0o777 == 0o600  # it holds the token now
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    claude = {k: v for k, v in env.items() if not k.startswith(("CLAUDE", "ANTHROPIC"))}
+    got = subprocess.run(
+        [str(host_cli("claude")), "mcp", "get", "pps"],
+        capture_output=True,
+        text=True,
+        env=claude,
+        cwd=elsewhere,
+        timeout=120,
+    )
+    assert got.returncode == 0, got.stderr
+    assert "User config" in got.stdout and "http://127.0.0.1:8123/mcp" in got.stdout
+
+    done = pps("hooks", "uninstall", "claude-code", "--user", env=env)
+    assert "removed mcpServers.pps" in done.stdout
+    left = json.loads(config.read_text())
+    assert "pps" not in left["mcpServers"] and "docs" in left["mcpServers"]

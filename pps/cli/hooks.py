@@ -86,9 +86,10 @@ def hooks_install(
 ) -> None:
     """Merge our hooks into a Claude Code settings file; nobody else's hooks are touched.
     UserPromptSubmit is an http hook with the token in its header (the file is made 0600);
-    the others run the hook client, Stop in the background. Hooks installed before are
+    the others run the hook client. Hooks installed before are
     replaced by these. The settings the client reads (the service, the token file, the
-    client dir, the budget) are written into each command."""
+    client dir, the budget) are written into each command. With --user, pps's MCP server
+    goes into Claude Code's user scope too (~/.claude.json, made 0600)."""
     from engine.kernel.config import ClientSettings
     from ingest import claude_settings
     from ingest.client import ClientConfigError, read_token, service_url
@@ -131,6 +132,21 @@ def hooks_install(
     except claude_settings.SettingsError as exc:
         fail(str(exc))
     _installed(path, changes, env, "Claude Code")
+    mcp = f"{service_url(settings)}/mcp"
+    if not user or command:  # a project's own token, or no token written anywhere
+        typer.echo(
+            f"pps's MCP server, for Claude Code's tools: `claude mcp add --transport http pps"
+            f' {mcp} --header "Authorization: Bearer $(cat TOKEN_FILE)"` (--scope user: every'
+            " folder)"
+        )
+        return
+    config = claude_settings.user_config_path()
+    try:
+        changed = claude_settings.install_mcp(config, service_url(settings), token)
+    except claude_settings.SettingsError as exc:
+        fail(str(exc))
+    done = "set" if changed else "already set"
+    typer.echo(f"{config}: mcpServers.pps {done} ({mcp}, Claude Code's user scope; 0600)")
 
 
 def _installed(path: Path, changes, env: dict[str, str], host: str) -> None:
@@ -231,11 +247,15 @@ def hooks_uninstall(
         typer.echo(f"{config}: removed {', '.join(changed) or 'nothing'}")
         return
     path = claude_settings.settings_path(project=project, user=user)
+    config = claude_settings.user_config_path()
     try:
         changes = claude_settings.uninstall(path)
+        mcp = user and claude_settings.uninstall_mcp(config)
     except claude_settings.SettingsError as exc:
         fail(str(exc))
     typer.echo(f"{path}: removed {', '.join(changes.removed) or 'nothing (none were ours)'}")
+    if mcp:
+        typer.echo(f"{config}: removed mcpServers.pps")
 
 
 @app.command("status")
