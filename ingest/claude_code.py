@@ -59,22 +59,16 @@ from engine.kernel.errors import Conflict, InputError, from_validation
 from engine.kernel.requests import Request, is_blank
 from engine.kernel.timestamps import Moment
 from ingest import events as ev
+from ingest.hook import EVENTS, TRANSCRIPT_EVENTS, canonical
 
 CALL_ID = r"^[A-Za-z0-9_-]{1,64}$"
 """A hook call's id, as the hook client makes it."""
 CHANNEL = "terminal:claude"
 SOURCE = "claude-code"
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
 SESSION_MAX = 256
 """Longest session id taken (what events and recall take)."""
 _PLUMBING = ("<command-", "<local-command-")
 """User lines that are slash-command plumbing written by Claude Code, not what was typed."""
-
-
-def canonical(event: str) -> str | None:
-    """`SessionStart`, `session-start` and `session_start` all name SessionStart."""
-    wanted = event.replace("-", "").replace("_", "").lower()
-    return next((name for name in EVENTS if name.lower() == wanted), None)
 
 
 # --- transcripts ---------------------------------------------------------------------------
@@ -497,10 +491,6 @@ class Call:
         self.events += found
         self.problems += problems
         return state.offset
-
-
-TRANSCRIPT_EVENTS = ("Stop", "PreCompact", "SessionEnd")
-"""The hooks whose work is in the transcript, which only the hook client can read."""
 
 
 def check_call(payload: Any, event: str | None) -> str:

@@ -44,7 +44,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ingest import hook as hook_client
-from ingest.claude_code import EVENTS
+from ingest.hook import EVENTS
 
 ROUTE = "/v1/hooks/claude-code"
 """The service's route for Claude Code's http hooks (pps.rest.hooks)."""

@@ -12,7 +12,6 @@ event carries a stable event_uid (one is given to events without).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 import uuid
@@ -24,6 +23,7 @@ import httpx
 
 from engine.kernel.config import ClientSettings
 from engine.kernel.labels import CLIENT_HEADER
+from ingest.hook import identity
 from ingest.http import service_client
 from ingest.spool import Spool
 
@@ -257,12 +257,6 @@ def read_token(settings: ClientSettings) -> str:
 
 def client_dir(settings: ClientSettings) -> Path:
     return settings.client_dir.expanduser()
-
-
-def identity(url: str, token: str) -> str:
-    """Names what belongs to one service and one token (a spool is sent with the token
-    it was written for, never another entity's)."""
-    return hashlib.sha256(f"{url}\n{token}".encode()).hexdigest()[:16]
 
 
 def spool_path(settings: ClientSettings, of: str) -> Path:

@@ -33,10 +33,11 @@ from engine.kernel import private
 from engine.kernel.errors import InputError
 from ingest import claude_code as cc
 from ingest import events as ev
+from ingest import hook
 
 CHANNEL = "terminal:codex"
 SOURCE = "codex"
-EVENTS = cc.EVENTS
+EVENTS = hook.EVENTS
 """The hooks we install; Codex has more (PreToolUse, PostToolUse, ...) that we leave alone."""
 TEXT_FIELDS = ("turn_id", "last_assistant_message")
 """Codex's own payload fields we read: text when present (null allowed)."""

@@ -40,8 +40,8 @@ import tomlkit
 import tomlkit.exceptions
 
 from ingest import claude_settings
-from ingest.claude_code import EVENTS
 from ingest.claude_settings import Changes, Installed, SettingsError
+from ingest.hook import EVENTS
 
 HOST = "codex"
 SERVER = "pps"

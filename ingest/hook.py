@@ -47,7 +47,8 @@ if TYPE_CHECKING:
 HOSTS = ("claude-code", "codex", "letta-code")
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
 TRANSCRIPT_EVENTS = ("Stop", "PreCompact", "SessionEnd")
-"""Claude Code's hooks whose work is in the transcript (ingest.claude_code)."""
+"""Claude Code's hooks whose work is in the transcript, which only the client's machine
+can read (ingest.claude_code)."""
 ROUTE = "/v1/hooks/"
 CLIENT_HEADER = "X-PPS-Client"
 OFFSET_HEADER = "X-PPS-Transcript-Offset"
@@ -188,7 +189,7 @@ def exchange(
         finally:
             connection.close()
     port = port or 80
-    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close"]
     lines += [f"Content-Length: {len(body)}", *(f"{k}: {v}" for k, v in headers.items())]
     with socket.create_connection((host, port), timeout=deadline - time.monotonic()) as sock:
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)

@@ -46,6 +46,7 @@ from engine.kernel.errors import InputError
 from engine.kernel.requests import is_blank
 from ingest import claude_code as cc
 from ingest import events as ev
+from ingest import hook
 
 HOST = "letta-code"
 CHANNEL = "terminal:letta"
@@ -55,7 +56,7 @@ AGENT_ENV = "PPS_LETTA_AGENT"
 ASKED_KEPT = 20
 """How many recent prompts of a working directory are remembered with their conversation
 (Stop names no conversation: its `user_message` finds the one it answers)."""
-EVENTS = cc.EVENTS
+EVENTS = hook.EVENTS
 TEXT_FIELDS = (
     "working_directory",
     "prompt",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest import claude_settings
-from ingest.claude_code import EVENTS
+from ingest.hook import EVENTS
 from ingest.letta_code import AGENT_ENV, HOST
 
 

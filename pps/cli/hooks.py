@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ingest import claude_settings
 
 TARGETS = ("claude-code", "letta-code", "codex")
-"""The hosts (ingest.hosts.HOSTS), named here without importing their modules."""
+"""The hosts (ingest.hook.HOSTS), named here without importing the client side."""
 
 app = typer.Typer(
     help="Put the agent hosts' hooks (Claude Code, Letta Code, Codex) in their settings, or"

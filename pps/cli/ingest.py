@@ -1,6 +1,6 @@
 """`pps ingest`: the client's spool, events taken on but not yet acknowledged.
 
-A client keeps one spool per service and token (see ingest.client.identity): events
+A client keeps one spool per service and token (see ingest.hook.identity): events
 spooled for http://localhost:8000 wait in another file than those for
 http://127.0.0.1:8000, and a token of another entity has its own. So `flush` says which
 service, token and spool it is about, asks the service even when its spool is empty (a

@@ -29,7 +29,7 @@ from engine.recall import ambient as recall
 from engine.recall.shapes import RecallRequest
 from engine.runtime import Runtime
 from engine.store.db import Database
-from ingest import claude_code, codex, letta_code
+from ingest import claude_code, codex, hook, letta_code
 from ingest.claude_code import Call, SessionState, TranscriptGap
 from pps.http.deps import DB, AppRuntime, AppSettings, CurrentEntity
 from pps.http.errors import engine_error_response
@@ -74,7 +74,7 @@ SESSION = {
 }
 EVENT = {
     "type": ["string", "null"],
-    "enum": [*claude_code.EVENTS, None],
+    "enum": [*hook.EVENTS, None],
     "description": "The event (the `event` query names it instead, for the hook client).",
 }
 BODIES: dict[str, dict[str, Any]] = {
@@ -156,7 +156,7 @@ def _route(host: str) -> None:
     }
     body["properties"] = {**body["properties"], claude_code.SENT_KEY: SENT}
 
-    def hook(
+    def one_hook(
         payload: Annotated[
             Any,
             Body(
@@ -178,7 +178,7 @@ def _route(host: str) -> None:
 
     router.add_api_route(
         f"/{host}",
-        hook,
+        one_hook,
         methods=["POST"],
         name=f"{host}_hook",
         summary=f"A {TITLES[host]} hook: capture, and what {TITLES[host]} reads back",
