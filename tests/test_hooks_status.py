@@ -65,3 +65,33 @@ def test_status_says_when_nothing_is_installed(tmp_path):
     env["CODEX_HOME"] = str(tmp_path / "home" / ".codex")
     done = pps("hooks", "status", env=env)
     assert done.returncode == 0 and "no hooks of ours installed" in done.stdout
+
+
+def test_claude_codes_http_hook_and_its_command_hooks_each_show_their_own_last_call(
+    make_client, server, tmp_path
+):
+    """The http hook's line showed the command hooks' record (`claude-code`); it reads
+    the http hook's own (`claude-code-http`, as the service names a call on its route)."""
+    api = make_client()
+    env = client_env(server.url, token_of(api), tmp_path, HOME=str(tmp_path / "home"))
+    assert pps("hooks", "install", "claude-code", "--user", env=env).returncode == 0
+    start = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"}
+    assert run_hook("SessionStart", env=env, stdin=json.dumps(start)).returncode == 0
+
+    def last_calls() -> dict[str, str]:
+        """The last-call line of each token source: the http hook's header, the file."""
+        found, source = {}, None
+        for line in pps("hooks", "status", env=env).stdout.splitlines():
+            if line.strip().startswith("token:"):
+                source = "header" if "http hook" in line else "file"
+            elif line.strip().startswith("last call:"):
+                found[source] = line
+        return found
+
+    calls = last_calls()
+    assert "reached the service" in calls["file"], calls
+    assert "none yet" in calls["header"], calls  # Claude Code has sent no prompt yet
+
+    prompt = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "hi"}
+    assert api.post("/v1/hooks/claude-code", json=prompt).status_code == 200
+    assert "reached the service" in last_calls()["header"]
