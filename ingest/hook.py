@@ -24,6 +24,7 @@ goes to hooks.log in the client dir; a refused token is also a line for the user
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -155,10 +156,11 @@ def request(
             parts, method, parts.path.rstrip("/") + path, body or b"", headers, deadline
         )
     except (OSError, ValueError, IndexError) as exc:  # no answer, or no HTTP one
-        return Answer(None, problem=f"the service at {found.url} did not answer: {exc or exc!r}")
+        why = f"{exc}" or type(exc).__name__
+        return Answer(None, problem=f"service unreachable at {found.url}: {why}")
     answer = Answer(status, data, said)
     if status != 200:
-        answer.problem = f"HTTP {status} from {found.url}{path}: {_message(data)}"
+        answer.problem = f"HTTP {status} from {found.url}: {_message(data)}"
     return answer
 
 
@@ -366,8 +368,13 @@ class Spool:
                 os.close(fd)
 
     def pending(self) -> int:
+        return self.count(self.path)
+
+    @staticmethod
+    def count(path: str | os.PathLike[str]) -> int:
+        """The calls waiting in the spool file at `path`."""
         try:
-            with open(self.path, "rb") as file:
+            with open(path, "rb") as file:
                 return sum(1 for line in file if line.strip())
         except OSError:
             return 0
@@ -470,7 +477,13 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def private_dir(path: str) -> None:
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    """`path` a folder of this user's alone (0700), and so each folder made on the way."""
+    if not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent and parent != path and not os.path.isdir(parent):
+            private_dir(parent)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
     if os.stat(path).st_mode & 0o777 != 0o700:
         os.chmod(path, 0o700)
 
@@ -590,19 +603,23 @@ def _run(
     if sent and sent["lines"]:
         remember_offset(found, sent["path"], sent["lines"][-1][0])  # the spool has them now
     why = answer.problem if answer is not None else "another hook is sending the spool"
-    log.append(f"{spool.pending()} calls wait in the spool: {why}")
+    log.append(f"{waiting(spool.pending())} in the spool: {why}")
     if answer is not None and answer.status == 401:
         return refused(host, found, spool.pending(), answer.problem or "HTTP 401")
     return None
 
 
+def waiting(calls: int) -> str:
+    return "1 hook call waits" if calls == 1 else f"{calls} hook calls wait"
+
+
 def refused(host: str, found: Setup, pending: int, problem: str) -> str:
     """What the host shows when the service refuses the token (Letta Code: the first
     line the agent gets)."""
-    waiting = f"; {pending} hook calls wait in the spool for a token it takes" if pending else ""
+    kept = f"; {waiting(pending)} in the spool for a token it takes" if pending else ""
     line = (
         f"pps: the service refused the token from {found.source} ({problem}): nothing is"
-        f" recalled{waiting}."
+        f" recalled{kept}."
         " Install the hooks again with a valid --token-file (`pps doctor` checks each"
         " installed hook's token)."
     )

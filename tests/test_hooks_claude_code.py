@@ -404,6 +404,23 @@ def test_private_text_never_leaves_the_machine_nor_touches_its_disk(session, tmp
     assert compact["metadata"]["custom_instructions"] == "keep the deploy notes "
 
 
+def test_what_the_hook_client_writes_is_the_users_alone(session, tmp_path):
+    """Its client dir, made by the first Stop (the transcript's position, a folder down)
+    was 0755 until a log or a spool was written: every folder it makes is 0700 and every
+    file 0600."""
+    _, env, transcript = session
+    client = tmp_path / "client"
+    assert not client.exists()
+    transcript.user("water the plants")
+    transcript.assistant("Tomorrow morning.")
+    hook("Stop", transcript, env, stop_hook_active=False)
+    made = [client, *client.rglob("*")]
+    assert len(made) >= 3  # the dir, the positions' folder, a position
+    assert {p: p.stat().st_mode & 0o777 for p in made} == {
+        p: 0o700 if p.is_dir() else 0o600 for p in made
+    }
+
+
 def test_session_markers_are_stored_but_never_recalled_as_turns_or_counted(session, tmp_path):
     api, env, transcript = session
     hook("SessionStart", transcript, env, source="startup")

@@ -98,7 +98,7 @@ def test_three_prompts_while_the_service_is_down_are_each_stored_once_when_it_is
         assert messages(server.url, token) == turns.turns  # each once, in order
         assert not spool.exists()
         log = (tmp_path / "client" / "hooks.log").read_text()
-        assert "wait in the spool" in log and "did not answer" in log
+        assert "hook calls wait in the spool" in log and "service unreachable at" in log
     finally:
         server.stop()
 

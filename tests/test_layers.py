@@ -238,7 +238,7 @@ def test_the_hook_client_runs_on_the_standard_library_alone(tmp_path):
     )
     loaded = set(json.loads(done.stdout.splitlines()[-1])) - {"__main__", "_virtualenv"}
     assert loaded == {"engine", "engine.kernel", "engine.kernel.private"}, sorted(loaded)
-    assert "1 calls wait in the spool" in (tmp_path / "hooks.log").read_text()  # it ran
+    assert "1 hook call waits in the spool" in (tmp_path / "hooks.log").read_text()  # it ran
 
 
 def test_serve_refuses_a_remote_host_before_loading_the_engine(tmp_path):

@@ -11,6 +11,7 @@ events, with the service each was written for.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import typer
 
@@ -48,6 +49,14 @@ def _flush_hook_calls(settings: Settings, client) -> str | None:
 
     found = hook.Setup(client.url, read_token(settings), str(client_dir(settings)), 0)
     spool = hook.Spool(found)
+    for other in sorted(client_dir(settings).glob("hooks-*.jsonl")):
+        calls = hook.Spool.count(other)
+        if other.name != Path(spool.path).name and calls:
+            typer.echo(
+                f"{hook.waiting(calls)} in another spool, for another service or token:"
+                f" {other} (the next hook installed with that token sends them, or `pps"
+                " ingest flush --url URL --token-file FILE`)"
+            )
     waiting = spool.pending()
     if not waiting:
         return None
