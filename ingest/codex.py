@@ -1,4 +1,5 @@
-"""Codex CLI: the hooks (`pps hook <event> --host codex`).
+"""Codex CLI: its hooks' payloads, and what each hook stores and recalls (the hook client
+runs `EVENT --host codex`).
 
 The formats, from the JSON schemas the `codex` binary (codex-cli 0.171) carries for its
 command hooks: every hook gets one JSON object on stdin with `session_id`, `cwd`,

@@ -20,7 +20,7 @@ from ingest.http import service_client
 @dataclass(frozen=True)
 class Host:
     name: str
-    """The install target, and `pps hook --host NAME`."""
+    """The install target, and the hook client's `--host NAME`."""
     title: str
     label: str
     """How the service's record of calls names this host's hook client's calls (its

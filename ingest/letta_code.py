@@ -1,4 +1,5 @@
-"""Letta Code: the hooks (`pps hook <event> --host letta-code`).
+"""Letta Code: its hooks' payloads, and what each hook stores and recalls (the hook client
+runs `EVENT --host letta-code`).
 
 The formats, from Letta Code's own source (the `letta` 0.34 package, `src/hooks/`): every
 command hook gets one JSON object on stdin with `event_type` and `working_directory`;
