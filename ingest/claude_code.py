@@ -392,18 +392,6 @@ def answering(parts: list[dict[str, Any]]) -> list[str]:
     return [part["event_uid"] for part in parts][: limits.ANSWERING_MAX]
 
 
-def hook_output(event: str, context: str | None, warning: str | None = None) -> dict[str, Any]:
-    """What a hook answers: the context to add (SessionStart, UserPromptSubmit), in the
-    one shape that cannot be mistaken for anything else whatever the context says, and a
-    `warning` Claude Code shows the user (`systemMessage`); `{}` when there is neither."""
-    output: dict[str, Any] = {}
-    if context is not None:
-        output["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": context}
-    if warning is not None:
-        output["systemMessage"] = warning
-    return output
-
-
 # --- the hooks, as the service does them ----------------------------------------------------
 
 
@@ -564,5 +552,10 @@ def handle(call: Call) -> None:
 
 
 def answer(call: Call, context: str | None) -> dict[str, Any]:
-    """What Claude Code reads back: the context to add, in its hook output shape."""
-    return hook_output(call.event, context)
+    """What Claude Code reads back: the context to add (SessionStart, UserPromptSubmit), in
+    the one shape that cannot be mistaken for anything else whatever the context says;
+    `{}` when there is none. (A refused token's `systemMessage`, the line Claude Code shows
+    the user, is the hook client's: the service never answers that call.)"""
+    if context is None:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": call.event, "additionalContext": context}}

@@ -43,6 +43,7 @@ from engine.kernel import private  # stdlib only: re
 
 TYPE_CHECKING = False  # typing itself is ~3 ms of the start: only the type checker reads it
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 HOSTS = ("claude-code", "codex", "letta-code")
@@ -357,12 +358,11 @@ class Spool:
 
     def append(self, entry: dict[str, Any]) -> None:
         private_dir(os.path.dirname(self.path))
-        with _locked(self.path + ".lock"):
+        with locked(self.path + ".lock"):
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                size = os.fstat(fd).st_size
-                torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
-                _write_all(fd, (b"\n" if torn else b"") + _json(entry) + b"\n")
+                torn = ends_without_newline(fd)  # ours must not be swallowed by it
+                write_all(fd, (b"\n" if torn else b"") + _json(entry) + b"\n")
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -424,7 +424,7 @@ class Spool:
         """Remove the first `done` lines (sent), keeping what was appended meanwhile."""
         if not done:
             return
-        with _locked(self.path + ".lock"):
+        with locked(self.path + ".lock"):
             with open(self.path, "rb") as file:
                 rest = file.readlines()[done:]
             if not any(line.strip() for line in rest):
@@ -433,7 +433,7 @@ class Spool:
             temporary = self.path + ".tmp"
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
-                _write_all(fd, b"".join(rest))
+                write_all(fd, b"".join(rest))
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -446,7 +446,7 @@ class Spool:
         record["call"] = entry
         fd = os.open(self.rejected, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            _write_all(fd, _json(record) + b"\n")
+            write_all(fd, _json(record) + b"\n")
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -458,22 +458,27 @@ def invalid(answer: Answer) -> bool:
     return status is not None and 400 <= status < 500 and status not in (401, 404, 408, 429)
 
 
-class _locked:
-    def __init__(self, path: str):
-        self.path = path
+@contextlib.contextmanager
+def locked(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive lock on the file at `path` (made 0600) for the block."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
-    def __enter__(self) -> None:
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
 
-    def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def ends_without_newline(fd: int) -> bool:
+    """Whether the file ends in a line a writer killed mid-way left without its newline."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def private_dir(path: str) -> None:
@@ -501,7 +506,7 @@ def write_log(found: Setup, event: str, lines: list[str]) -> None:
         moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            _write_all(fd, "".join(f"{moment} {event}: {line}\n" for line in lines).encode())
+            write_all(fd, "".join(f"{moment} {event}: {line}\n" for line in lines).encode())
         finally:
             os.close(fd)
     except OSError:

@@ -33,6 +33,7 @@ from typing import Any
 
 from engine.kernel import private, timestamps
 from engine.kernel.files import ensure_private_dir
+from ingest.hook import ends_without_newline, locked, write_all
 
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 """Most JSON bytes in one request (the service refuses bodies over PPS_MAX_REQUEST_BYTES)."""
@@ -73,12 +74,12 @@ class Spool:
             return
         data = b"".join(_line(event) for event in events)
         ensure_private_dir(self.path.parent)
-        with _locked(self._append_lock):
+        with locked(self._append_lock):
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                if _ends_without_newline(fd):
+                if ends_without_newline(fd):
                     data = b"\n" + data  # a writer killed mid-line must not swallow ours
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -95,7 +96,7 @@ class Spool:
     def _note_service(self) -> None:
         fd = os.open(self.service_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            _write_all(fd, f"{self.service}\n".encode())
+            write_all(fd, f"{self.service}\n".encode())
         finally:
             os.close(fd)
 
@@ -106,7 +107,7 @@ class Spool:
         a flush may finish the file meanwhile (then it counts as empty)."""
         if not self.path.parent.is_dir():
             return 0
-        with _locked(self._append_lock):
+        with locked(self._append_lock):
             return _count_lines(self.path) + _count_lines(self.sending, start=self._offset())
 
     @contextmanager
@@ -134,7 +135,7 @@ class Spool:
         left, else the live spool, renamed. False when there is nothing to send."""
         if self.sending.exists():
             return True
-        with _locked(self._append_lock):
+        with locked(self._append_lock):
             if not self.path.exists() or self.path.stat().st_size == 0:
                 return False
             os.replace(self.path, self.sending)
@@ -179,7 +180,7 @@ class Spool:
         record = {"at": timestamps.now(), "status": status, "problem": problem, "event": event}
         fd = os.open(self.rejected_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            _write_all(fd, _line(record))
+            write_all(fd, _line(record))
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -202,7 +203,7 @@ class Spool:
         temporary = self._beside(".sending.offset.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            _write_all(fd, str(offset).encode())
+            write_all(fd, str(offset).encode())
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -221,27 +222,6 @@ def _without_private(event: Any) -> Any:
 
 def _line(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _ends_without_newline(fd: int) -> bool:
-    size = os.fstat(fd).st_size
-    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def _fsync_dir(path: Path) -> None:

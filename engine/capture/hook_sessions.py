@@ -2,8 +2,8 @@
 per entity, host and key (a session id, a Letta working folder, the Letta agent served).
 
 The hook route (pps.rest.hooks) reads the states a call needs, decides from them what to
-store (ingest.claude_code and its siblings), and writes the states back in the events'
-own transaction (one commit), or alone when it stored no new event. A call sent again
+store (ingest.claude_code and its siblings), and writes back those it changed, in the
+events' own transaction (one commit), or alone when it stored no new event. A call sent again
 derives the same uids from them: nothing is stored twice.
 """
 
@@ -18,11 +18,10 @@ from engine.store.db import Database
 
 
 class HookSessions:
-    """The states one hook call reads and changes, for one entity and host."""
+    """The states of one entity's hooks of one host."""
 
     def __init__(self, db: Database, entity: str, host: str):
         self.db, self.entity, self.host = db, entity, host
-        self._read: dict[str, str] = {}
 
     def read(self, key: str) -> dict[str, Any]:
         """The state under `key` ({} for a new one), as stored."""
@@ -30,23 +29,13 @@ class HookSessions:
             "SELECT state FROM hook_sessions WHERE entity = ? AND host = ? AND key = ?",
             (self.entity, self.host, key),
         ).fetchone()
-        self._read[key] = row[0] if row else "{}"
-        return dict(json.loads(self._read[key]))
+        return dict(json.loads(row[0])) if row else {}
 
     def save(
         self, states: dict[str, dict[str, Any]], conn: sqlite3.Connection | None = None
     ) -> None:
-        """Write back `states` (key -> state) that changed since they were read: in the
-        transaction of `conn` (the call's events' own, one commit for both), else in one
-        of its own."""
-        changed = {
-            key: text
-            for key, state in states.items()
-            if (text := json.dumps(state, ensure_ascii=False, sort_keys=True))
-            != json.dumps(json.loads(self._read.get(key, "{}")), sort_keys=True)
-        }
-        if not changed:
-            return
+        """Write `states` (key -> state): in the transaction of `conn` (the call's events'
+        own, one commit for both), else in one of its own."""
         if conn is None:
             with self.db.write() as own:
                 return self.save(states, own)
@@ -55,5 +44,8 @@ class HookSessions:
             "INSERT INTO hook_sessions (entity, host, key, state, updated_at)"
             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (entity, host, key)"
             " DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
-            [(self.entity, self.host, key, text, now) for key, text in changed.items()],
+            [
+                (self.entity, self.host, key, json.dumps(state, ensure_ascii=False), now)
+                for key, state in states.items()
+            ],
         )

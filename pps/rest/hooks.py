@@ -203,10 +203,12 @@ def host_hook(
     with _states:
         sessions = HookSessions(db, entity, host)
         states: dict[str, SessionState] = {}
+        read: dict[str, dict[str, Any]] = {}
 
         def state(key: str) -> SessionState:
             if key not in states:
                 states[key] = SessionState.of(sessions.read(key))
+                read[key] = dataclasses.asdict(states[key])
             return states[key]
 
         call = Call(
@@ -224,12 +226,15 @@ def host_hook(
             refused = engine_error_response(gap)
             refused.headers[OFFSET_HEADER] = str(gap.offset)
             return refused
-        kept = {key: dataclasses.asdict(one) for key, one in states.items()}
-        saved: list[bool] = []
+        changed = {
+            key: after
+            for key, one in states.items()
+            if (after := dataclasses.asdict(one)) != read[key]
+        }
 
         def save(conn: sqlite3.Connection, *_: Any) -> None:  # with the new events
-            sessions.save(kept, conn)
-            saved.append(True)
+            sessions.save(changed, conn)
+            changed.clear()
 
         if call.events:
             parsed = capture.parse_events(
@@ -238,8 +243,8 @@ def host_hook(
                 max_content_bytes=settings.max_content_bytes,
             )
             capture.record(db, entity, parsed, [*runtime.announce, save])
-        if not saved:  # no new event: the states alone
-            sessions.save(kept)
+        if changed:  # no new event stored them: the states alone
+            sessions.save(changed)
     context = None
     if call.recall is not None:
         found = recall.recall(runtime, entity, RecallRequest(**call.recall)).context
