@@ -194,15 +194,16 @@ def test_workers_on_a_full_disk_keep_running_and_health_names_them(server, make_
         counts = client.get("/v1/queue").json()["counts"]
         return health["status"] == "ok" and counts["done"] == 1
 
-    # Each failure while the disk was full put the next attempt further off (backoff); a
-    # busy machine fails it more times before /health is read: wait until that attempt,
-    # and then as long again as a quiet machine needs.
+    # Each failure while the disk was full put the job's next attempt further off, and
+    # its worker's next look at the queue (each backs off, the worker up to
+    # BACKOFF_CAP_S); a busy machine fails them more times before /health is read: wait
+    # until that attempt, the worker's longest pause, and as long as a quiet machine needs.
     [(due,)] = server.db.conn.execute(
         "SELECT next_attempt_at FROM jobs WHERE entity = ? AND kind = ?",
         (client.entity, turns.JOB_KIND),
     ).fetchall()
     ahead = 0.0 if due is None else -(queue._age(due, datetime.now(UTC)) or 0.0)
-    bound = max(0.0, ahead) + 30
+    bound = max(0.0, ahead) + BACKOFF_CAP_S + 30
     wait_for(recovered, timeout=bound, what="the job to finish and /health to recover")
 
 
