@@ -1,9 +1,11 @@
 """compose.yaml and the Dockerfile: the stack a user starts with `docker compose up`.
 
-No Docker engine runs here. The compose file is checked against the Compose specification
-(the `compose-spec` package) and for the properties that keep a self-hosted memory private
-and durable: loopback-only ports, no inline secrets, data on named volumes, pps waiting for
-a healthy Neo4j, and a server that runs as a non-root user.
+Read without Docker (tests/test_stack.py runs the stack itself): the compose file, with its
+variables given their defaults as compose would, is checked against the Compose
+specification (the `compose-spec` package) and for the properties that keep a self-hosted
+memory private and durable: loopback-only ports, no secret written in it or handed to a
+container as an environment variable, data on named volumes, pps waiting for a healthy
+Neo4j, and a server that runs as a non-root user.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import pytest
 import yaml
 from compose_spec import ComposeSpecification, PyCompose
 
+from engine.kernel.config import Settings
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "compose.yaml"
 DOCKERFILE = ROOT / "Dockerfile"
@@ -27,9 +31,25 @@ SUBSTITUTION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)([^}]*)\}")
 URL_WITH_CREDENTIALS = re.compile(r"://[^/@\s$]+:[^/@\s$]+@")
 
 
+def interpolated(text: str) -> str:
+    """compose.yaml's text as compose reads it with no variable set: `${X:-default}` is its
+    default, `${X:?error}` (compose would stop) and `${X}` a placeholder."""
+
+    def value(match: re.Match) -> str:
+        modifier = match[2]
+        return modifier[2:] if modifier.startswith(":-") else "given"
+
+    return SUBSTITUTION.sub(value, text)
+
+
+@pytest.fixture(scope="module")
+def raw() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
 @pytest.fixture(scope="module")
 def compose() -> dict:
-    return yaml.safe_load(COMPOSE.read_text())
+    return yaml.safe_load(interpolated(COMPOSE.read_text()))
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +61,13 @@ def validate(document: dict) -> None:
     """Raise ValueError if `document` is not a valid Compose file.
 
     The pydantic model (ComposeSpecification) checks types but ignores unknown keys; the
-    package's Rust parser (PyCompose) also rejects unknown keys, such as a `port:` typo.
+    package's Rust parser (PyCompose) also rejects unknown keys, such as a `port:` typo. It
+    knows no `host-gateway` (Docker's word for this machine's address in `extra_hosts`):
+    it reads an address there instead.
     """
     ComposeSpecification.model_validate(document)
-    PyCompose.from_json(json.dumps(document)).validate()
+    text = json.dumps(document).replace(":host-gateway", ":172.17.0.1")
+    PyCompose.from_json(text).validate()
 
 
 def published_host_ip(port) -> str | None:
@@ -181,15 +204,49 @@ def test_allow_remote_is_paired_with_a_loopback_only_publish(services):
     assert not wide, f"--allow-remote needs every pps publish on 127.0.0.1, not {wide}"
 
 
-def test_no_secret_is_written_inline(services):
+def secret_variables() -> set[str]:
+    """Every variable that sets a secret setting of pps's (its SecretStr fields)."""
+    names = set()
+    for name, field in Settings.model_fields.items():
+        if "SecretStr" in str(field.annotation):
+            alias = field.validation_alias
+            names |= set(alias.choices) if alias is not None else {f"PPS_{name.upper()}"}
+    return names
+
+
+def test_no_secret_is_written_inline(raw):
     problems = []
-    for name, service in services.items():
+    for name, service in raw["services"].items():
         for var, value in environment(service).items():
-            if SECRET_NAME.search(var.upper()) and (why := secret_problem(value)):
-                problems.append(f"{name}: {var}={value!r} {why}")
             if value and URL_WITH_CREDENTIALS.search(value):
                 problems.append(f"{name}: {var}={value!r} has credentials in a URL")
+    for kind in ("configs", "secrets"):
+        for name, made in (raw.get(kind) or {}).items():
+            if "content" in made and (why := secret_problem(made["content"])):
+                problems.append(f"{kind}.{name}: its content {why}")
     assert not problems, "secrets belong in .env, referenced as ${VAR}:\n" + "\n".join(problems)
+
+
+def test_no_secret_reaches_a_container_as_an_environment_variable(services, compose):
+    """`docker inspect` shows a container's environment: pps's secrets are blanked there
+    (the env_file would pass them) and copied in as files named as their variables
+    (engine.kernel.config.SECRETS_DIR); Neo4j reads its password from a file."""
+    pps = services["pps"]
+    env = environment(pps)
+    secret = secret_variables()
+    assert {"NEO4J_PASSWORD", "LLM_API_KEY", "PPS_TOKEN"} <= secret
+    passed = {name: env.get(name) for name in secret if env.get(name) != ""}
+    assert not passed, f"pps's environment passes these secrets on from .env: {passed}"
+    files = {s["target"]: compose["secrets"][s["source"]] for s in pps.get("secrets", [])}
+    assert files == {
+        "NEO4J_PASSWORD": {"environment": "NEO4J_PASSWORD"},
+        "LLM_API_KEY": {"environment": "LLM_API_KEY"},
+    }
+    neo4j = environment(services["neo4j"])
+    named = {var: value for var, value in neo4j.items() if SECRET_NAME.search(var)}
+    assert named == {"NEO4J_AUTH_FILE": "/run/secrets/neo4j_auth"}, named
+    (auth,) = services["neo4j"]["configs"]
+    assert auth["target"] == "/run/secrets/neo4j_auth"
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,9 @@
 
 `ClientSettings` are what a client reads (a hook, the spool, the MCP relay, an importer:
 the service's address, the token, the client's folder, the hook's budget and limits);
-`Settings`, the server's, are those and the rest. Both read, the later winning: the
-user's config folder's `.env`, the data dir's `.env`, the environment; never a `.env` in
+`Settings`, the server's, are those and the rest. Both read, the later winning: a
+container's secret files (SECRETS_DIR), the user's config folder's `.env`, the data dir's
+`.env`, the environment (where an empty value is not set); never a `.env` in
 the current folder (a hook runs inside any project). Every setting is listed with a
 comment in `.env.example`. Command-line flags (`--data-dir`, `--port`, ...) override them
 all.
@@ -32,6 +33,11 @@ def default_folder(setting: str) -> Path:
     if setting == "data_dir":
         return platformdirs.user_data_path("pps")
     return platformdirs.user_state_path("pps")
+
+
+SECRETS_DIR = Path("/run/secrets")
+"""Where a container gets its secrets as files (compose.yaml's `secrets:`), each named as its
+variable (`/run/secrets/NEO4J_PASSWORD`): read after the environment and the `.env` files."""
 
 
 def config_env_file() -> Path:
@@ -124,9 +130,12 @@ class ClientSettings(BaseSettings):
     )
 
     def __init__(self, **values: Any) -> None:
-        """`_env_file` (pydantic-settings') replaces the two `.env` files; None reads none."""
+        """`_env_file` (pydantic-settings') replaces the two `.env` files; None reads none
+        (nor SECRETS_DIR)."""
         if "_env_file" not in values:
             values["_env_file"] = env_files(values.get("data_dir"))
+            if SECRETS_DIR.is_dir():
+                values["_secrets_dir"] = SECRETS_DIR
         super().__init__(**values)
 
     @field_validator("client_dir", mode="before")
