@@ -71,9 +71,12 @@ _SCHEMA_IN_PROMPT = re.compile(
 
 class StubLLM:
     """`with StubLLM() as llm:` serves on `llm.url` (an OpenAI base URL ending in /v1)
-    and `llm.anthropic_url` (Anthropic's SDK adds the /v1 itself)."""
+    and `llm.anthropic_url` (Anthropic's SDK adds the /v1 itself), on 127.0.0.1 unless
+    `host` names another of this machine's addresses (one containers reach)."""
 
-    def __init__(self, *, llama_cpp: bool = False, model: str = "stub-extractor"):
+    def __init__(
+        self, *, llama_cpp: bool = False, model: str = "stub-extractor", host: str = "127.0.0.1"
+    ):
         self.llama_cpp = llama_cpp
         self.model = model
         self.slow_s = 1.0
@@ -92,7 +95,7 @@ class StubLLM:
         self._mode: str | None = None
         self._lock = threading.Lock()
         self._release = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer((host, 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -102,7 +105,8 @@ class StubLLM:
 
     @property
     def anthropic_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
 
     # --- control ---
 

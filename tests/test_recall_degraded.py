@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from tests.conftest import AppServer, connect
+from engine.recall.fanout import MAX_RUNNING, pool
+from tests.conftest import AppServer, connect, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +45,36 @@ def test_recall_with_the_graph_frozen_answers_within_the_graph_budget(server, gr
     assert answer["manifest"]["anchors"]["status"] == "ok"
     assert "comfy blue robe" in answer["context"]
     assert elapsed < 5, "recall waited on the frozen graph instead of skipping it"
+
+
+def test_recalls_piling_up_on_a_frozen_graph_never_starve_the_other_layers(server, graph_target):
+    """Each recall stops waiting for the frozen graph, but its read goes on in a thread of
+    the layers' pool: more recalls than the pool has threads, and every one still gets its
+    other layers, the graph skipped once MAX_RUNNING of its reads hang."""
+    client = connect(server, server.pps("entity", "create", "vera").strip())
+    client.post("/v1/anchors", json={"title": "Robe", "content": "The comfy blue robe."})
+    client.post("/v1/recall", json={"context": "the comfy robe"})  # the graph made, warm
+    pid = graph_target.pid(server.data_dir)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        answers = [
+            client.post("/v1/recall", json={"context": "the comfy robe"}).json()
+            for _ in range(pool._max_workers + 4)
+        ]
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    for answer in answers:
+        assert answer["manifest"]["anchors"]["status"] == "ok", answer["manifest"]
+        assert "comfy blue robe" in answer["context"]
+    graph = [answer["manifest"]["graph"] for answer in answers]
+    assert {g["status"] for g in graph} == {"timeout"}
+    assert all("have not returned" in (g["detail"] or "") for g in graph[MAX_RUNNING:])
+
+    def graph_back():
+        answer = client.post("/v1/recall", json={"context": "the comfy robe"}).json()
+        return answer["manifest"]["graph"]["status"] in ("ok", "empty", "waiting")
+
+    wait_for(graph_back, 120, "the graph layer answering again")
 
 
 def test_recall_with_the_graph_killed_still_answers(server, graph_target):

@@ -38,6 +38,7 @@ log = logging.getLogger("pps.graph")
 _BUDGET_CHECK_S = 60.0
 _PREPARE_S = 2.0  # how often new entities are looked for, to make their graphs' indexes
 _START_PREPARE_S = 60.0  # the longest a start waits for the shared indexes
+_PROBE_S = 1.0  # how often a graph server that stopped answering is pinged
 
 
 class Graph:
@@ -67,6 +68,13 @@ class Graph:
         self.started = threading.Event()
         """Set once `start` has its store (the graph's workers wait for it)."""
         self._starting: float | None = None  # when `start` began, while it runs
+        self.unreachable: str | None = None
+        """Why the graph server did not answer a ping after a read failed, until one
+        answers: reads then say it is down at once, instead of waiting on the driver's
+        connection timeout (longer than a recall's graph budget)."""
+        self._prober: threading.Thread | None = None
+        self._probe_lock = threading.Lock()
+        self._stopping = threading.Event()
 
     @property
     def backend(self) -> str:
@@ -101,7 +109,34 @@ class Graph:
             threading.Thread(target=self._check_empty, name="graph-check", daemon=True).start()
         return self
 
+    def read_failed(self) -> None:
+        """A read of the graph failed: find out in the background whether its server
+        answers (`unreachable`), and keep asking until it does."""
+        with self._probe_lock:
+            if self.store is None or (self._prober is not None and self._prober.is_alive()):
+                return
+            self._prober = threading.Thread(target=self._probe, name="graph-probe", daemon=True)
+            self._prober.start()
+
+    def _probe(self) -> None:
+        store = self.store
+        assert store is not None
+        while not self._stopping.is_set():
+            try:
+                store.ping()
+            except Exception as exc:
+                if self.unreachable is None:
+                    log.warning("the graph server does not answer: %s", exc)
+                self.unreachable = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+                self._stopping.wait(_PROBE_S)
+                continue
+            if self.unreachable is not None:
+                log.info("the graph server answers again")
+            self.unreachable = None
+            return
+
     def stop(self) -> None:
+        self._stopping.set()
         self.preparer.stop()
         self.sweeper.stop()
         if self.store is not None:

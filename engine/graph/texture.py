@@ -193,7 +193,7 @@ def search(
             entity, query.query, query.limit, query.since, query.until, vector
         )
     except Exception as exc:
-        return SearchResult(facts=[], status=_unavailable(exc))
+        return SearchResult(facts=[], status=_unavailable(graph, exc))
     return SearchResult(facts=_with_events(db, entity, facts), status="ok")
 
 
@@ -221,7 +221,7 @@ def facts(graph, db: Database, entity: str, query: FactsQuery) -> Facts:
             entity, query.limit, query.offset, query.contains, query.state
         )
     except Exception as exc:
-        return Facts(facts=[], status=_unavailable(exc))
+        return Facts(facts=[], status=_unavailable(graph, exc))
     return Facts(facts=_with_events(db, entity, found), status="ok")
 
 
@@ -232,7 +232,7 @@ def explore(graph, db: Database, entity: str, query: ExploreQuery) -> Exploratio
     try:
         found = graph.store.explore(entity, query.entity_name, query.depth, query.limit)
     except Exception as exc:
-        return Exploration(center=None, nodes=[], facts=[], status=_unavailable(exc))
+        return Exploration(center=None, nodes=[], facts=[], status=_unavailable(graph, exc))
     if found.center is None:
         raise NotFound(f"no entity named {query.entity_name!r} in the graph", "entity_name")
     return Exploration(
@@ -267,7 +267,7 @@ def timeline(graph, db: Database, entity: str, query: TimelineQuery) -> Timeline
         try:
             facts = graph.store.episode_facts(entity, uuids)
         except Exception as exc:
-            status = _unavailable(exc)
+            status = _unavailable(graph, exc)
     return Timeline(
         episodes=[
             EpisodeOut(
@@ -306,7 +306,7 @@ def stats(graph, db: Database, settings: Settings, entity: str) -> Stats:
         try:
             counts = graph.store.counts(entity)
         except Exception as exc:
-            status = _unavailable(exc)
+            status = _unavailable(graph, exc)
     return Stats(
         status=status,
         backend=graph.backend if graph is not None else "none",
@@ -372,7 +372,7 @@ def delete(graph, db: Database, entity: str, uuid: str) -> Deleted:
     try:
         kind = graph.store.delete(entity, uuid)
     except GraphUnavailable as exc:
-        raise Unavailable("graph", f"{down} ({_unavailable(exc)})") from exc
+        raise Unavailable("graph", f"{down} ({_unavailable(graph, exc)})") from exc
     if kind is None:
         raise NotFound(f"no fact, entity or episode {uuid!r} in this entity's graph", "uuid")
     if kind == "episode":
@@ -528,11 +528,14 @@ def _status(graph) -> str:
         return "disabled"
     if graph.store is None:
         return "unavailable: the graph is starting"
+    if graph.unreachable is not None:
+        return f"unavailable: the graph server does not answer ({graph.unreachable})"
     return "ok"
 
 
-def _unavailable(exc: Exception) -> str:
+def _unavailable(graph, exc: Exception) -> str:
     log.warning("the graph did not answer: %s", exc)
+    graph.read_failed()
     return f"unavailable: {exc}"
 
 

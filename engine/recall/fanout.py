@@ -22,7 +22,9 @@ already (a hook's host has them in its context), so no layer returns a turn of
 from __future__ import annotations
 
 import re
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -60,6 +62,12 @@ QUERY_CHARS = 4096  # what search and the graph take as a query (the model reads
 
 pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="recall")
 """The threads the layers (and the unsummarized count beside them) run on."""
+MAX_RUNNING = 2
+"""A layer's calls still running from recalls that stopped waiting for them, past which
+the layer is skipped: one that hangs (a graph server gone without closing its
+connections) holds two of the pool's threads, never all of them."""
+_running: Counter[str] = Counter()
+_running_lock = threading.Lock()
 
 Layer = Callable[[], list[Item]]
 Found = tuple[dict[str, list[Item]], dict[str, LayerReport]]
@@ -242,9 +250,19 @@ def _fan_out(layers: dict[str, Layer], budgets: dict[str, float], answering: set
     """Run every layer at once; wait for each no longer than its budget (in ms). What a
     layer found from the events being answered (and from nothing else) is dropped."""
     started = time.perf_counter()
-    futures = {name: pool.submit(_timed, layer) for name, layer in layers.items()}
     results: dict[str, list[Item]] = {}
     manifest: dict[str, LayerReport] = {}
+    futures = {}
+    for name, layer in layers.items():
+        with _running_lock:
+            running = _running[name]
+            if running < MAX_RUNNING:
+                _running[name] += 1
+        if running >= MAX_RUNNING:
+            detail = f"its last {running} calls have not returned; skipped"
+            manifest[name] = LayerReport(status="timeout", budget_ms=budgets[name], detail=detail)
+            continue
+        futures[name] = pool.submit(_timed, name, layer)
     for name, future in futures.items():
         remaining = budgets[name] / 1000 - (time.perf_counter() - started)
         try:
@@ -282,9 +300,13 @@ def _answered(item: Item, answering: set[str]) -> bool:
     return all(uid in answering for uid in uids)
 
 
-def _timed(layer: Layer) -> tuple[list[Item], float]:
+def _timed(name: str, layer: Layer) -> tuple[list[Item], float]:
     began = time.perf_counter()
-    found = layer()
+    try:
+        found = layer()
+    finally:
+        with _running_lock:
+            _running[name] -= 1
     return found, round((time.perf_counter() - began) * 1000, 1)
 
 
