@@ -190,9 +190,10 @@ def _listening_socket(port: int) -> socket.socket:
 
 
 # --- markers (pyproject.toml names them): what a test needs beyond this process ---
-# `pytest -m "not graph and not neo4j and not browser and not process"` is the quick loop
-# (README.md, "Run and test"). A test is marked by the fixtures it takes, and by this map
-# for what no fixture shows: a module (every test in it) or one test of a module.
+# `pytest -m "not graph and not neo4j and not browser and not process and not containers"`
+# is the quick loop (README.md, "Run and test"). A test is marked by the fixtures it takes,
+# and by this map for what no fixture shows: a module (every test in it) or one test of a
+# module. The container tests mark themselves (pytestmark).
 
 BY_FIXTURE = {"graph_target": "graph", "neo4j_server": "neo4j", "browser_context": "browser"}
 MARKED = {
@@ -209,7 +210,6 @@ MARKED = {
     "test_check.py::test_a_fact_that_traces_to_no_event_is_found_when_the_graph_is_up": {"graph"},
     # `pps serve`, a `pps` command or another Python started as a process
     "test_cli.py": {"process"},
-    "test_compose_neo4j.py": {"process"},
     "test_crash_safety.py": {"process"},
     "test_fast_start.py": {"process", "graph"},
     "test_first_hour.py": {"process"},

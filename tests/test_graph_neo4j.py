@@ -1,33 +1,38 @@
-"""Compose's own Neo4j image, where a Docker engine runs (through testcontainers): turns
-become facts traced to their events, over REST, and two entities in its one database see
-nothing of each other. Everywhere else the whole graph suite runs on a real Neo4j 5.26
-without Docker (the `graph_target` fixture; tests/graphs.py)."""
+"""Compose's own Neo4j image through testcontainers: turns become facts traced to their
+events, over REST, and two entities in its one database see nothing of each other. The
+whole graph suite also runs on a real Neo4j 5.26 without Docker (the `graph_target`
+fixture; tests/graphs.py).
+
+Needs a Docker engine (tests/containers/setup makes one, and a stand-in image where none
+can be pulled); skipped without one, except under PPS_REQUIRE_CONTAINERS=1 (CI)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+import yaml
 from stub_llm import StubLLM
 from test_graph_http import TURNS, Entity, llm_settings
 
 from tests.conftest import AppServer
+from tests.test_stack import ROOT, engine_problem
+
+pytestmark = pytest.mark.containers
 
 
-def _docker_problem() -> str | None:
-    try:
-        import docker
-
-        docker.from_env(timeout=3).ping()
-    except Exception as exc:  # any failure to reach an engine is a reason to skip
-        return f"no Docker engine runs here ({type(exc).__name__}: {exc})"
-    return None
-
-
-@pytest.mark.skipif(_docker_problem() is not None, reason=_docker_problem() or "")
-def test_the_same_flow_on_the_compose_image(tmp_path):
-    """Where a Docker engine runs: compose's own image, through testcontainers."""
+def test_the_same_flow_on_the_compose_image(tmp_path, monkeypatch):
     from testcontainers.community.neo4j import Neo4jContainer
 
-    with Neo4jContainer("neo4j:5.26-community", password="pps-test-password") as container:
+    if problem := engine_problem():
+        if os.environ.get("PPS_REQUIRE_CONTAINERS") == "1":
+            pytest.fail(f"PPS_REQUIRE_CONTAINERS=1 but {problem}")
+        pytest.skip(problem)
+    image = yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]["neo4j"]["image"]
+    # testcontainers' reaper (Ryuk) is an image of its own, not pulled where no registry
+    # answers; the `with` below stops the container either way.
+    monkeypatch.setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+    with Neo4jContainer(image, password="pps-test-password") as container:
         flow(tmp_path, container.get_connection_url(), "neo4j", "pps-test-password")
 
 

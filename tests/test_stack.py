@@ -226,6 +226,35 @@ def stack(tmp_path_factory):
         stub.stop()
 
 
+def test_compose_reads_the_file_and_refuses_it_without_a_password(tmp_path):
+    """`docker compose config`: the file as this compose reads it, with .env.example's
+    settings; without NEO4J_PASSWORD it stops before anything starts, naming it."""
+    if problem := engine_problem():
+        pytest.skip(problem)
+    shutil.copy(ROOT / "compose.yaml", tmp_path)
+    (tmp_path / "Dockerfile").touch()
+    shutil.copy(ROOT / ".env.example", tmp_path / ".env")
+
+    def config() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["docker", "compose", "config", "--format", "json"],
+            cwd=tmp_path,
+            env=compose_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    read = config()
+    assert read.returncode == 0, read.stderr
+    project = json.loads(read.stdout)
+    assert project["configs"]["neo4j_auth"]["content"] == "neo4j/change-me-to-something-long"
+    assert project["services"]["pps"]["environment"]["NEO4J_PASSWORD"] == ""
+    set_lines(tmp_path / ".env", {"NEO4J_PASSWORD": ""})
+    refused = config()
+    assert refused.returncode != 0 and "set NEO4J_PASSWORD in .env" in refused.stderr
+
+
 def test_up_from_a_fresh_checkout_makes_both_services_healthy(stack):
     assert stack.health("neo4j") == "healthy" and stack.health("pps") == "healthy"
     assert re.fullmatch(r"pps_[\w-]{20,}", stack.token), stack.token
