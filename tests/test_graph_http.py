@@ -355,7 +355,9 @@ def test_delete_with_the_graph_down_answers_503_and_deletes_nothing(
         assert hadar.search("Hadar Oslo").json()["status"].startswith("unavailable")
 
         graph.start()
-        assert [f["uuid"] for f in hadar.search("Hadar Oslo").json()["facts"]] == [fact["uuid"]]
+        # Reads said `unavailable` at once while it was down; it is pinged every second.
+        found = wait_for(lambda: hadar.search("Hadar Oslo").json()["facts"], 15, "the graph")
+        assert [f["uuid"] for f in found] == [fact["uuid"]]
         with hadar.http as http:
             assert http.delete(f"/v1/texture/{fact['uuid']}").json()["deleted"] == "fact"
         assert hadar.search("Hadar Oslo").json() == {"facts": [], "status": "ok"}
