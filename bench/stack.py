@@ -16,13 +16,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.hooks import busy_beside
-from pps.process import free_port
-from tests.test_stack import compose_env, engine_problem, fresh_checkout, set_lines
+# Run as `python bench/stack.py`: the repository and tests/ (what tests/test_stack.py
+# imports) on the path, and not bench/ itself, whose ingest.py would shadow the package.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[0:1] = [str(ROOT), str(ROOT / "tests")]
+
+from bench.hooks import busy_beside  # noqa: E402
+from pps.process import free_port  # noqa: E402
+from tests.test_stack import compose_env, engine_problem, fresh_checkout, set_lines  # noqa: E402
 
 IMAGE = "pps-test-stack-pps"
 
