@@ -299,6 +299,11 @@ def test_another_sites_origin_or_host_is_refused(lyra, server):
     assert rebound.status_code == 421
     api = lyra.get("/ui/api/events", headers={"Host": "evil.test"})
     assert api.status_code == 421 and api.json()["error"] == "misdirected_request"
+    for host in ("[::1]evil", "[::1]evil.test:80", "127.0.0.1.evil.test", "127.0.0.1:80:80"):
+        disguised = lyra.get("/ui/api/events", headers={"Host": host})
+        assert disguised.status_code == 421, host
+    same = lyra.get("/ui/api/events", headers={"Host": f"127.0.0.1:{server.port}"})
+    assert same.status_code == 200
     assert [d.id for d in queue.status(server.db, lyra.name).dead] == [job]
 
 

@@ -10,6 +10,7 @@ in the service's one error shape (pps.http.errors).
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 from typing import Annotated, TypeVar
 from urllib.parse import urlsplit
@@ -82,11 +83,15 @@ def same_origin(request: Request) -> None:
         raise Refused(403, "forbidden", "Origin", f"another site's request: {origin!r}")
 
 
-def _hostname(host: str) -> str:
-    """The host part of a Host header (`[::1]:8000` is `[::1]`)."""
-    if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.rsplit(":", 1)[0] if ":" in host else host
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\[\]:/@\s]+)(?::\d{1,5})?")
+"""A Host header: a name, an IPv4 address or a bracketed IPv6 one, then an optional port."""
+
+
+def _hostname(host: str) -> str | None:
+    """The host part of a Host header (`[::1]:8000` is `[::1]`); None for anything that
+    is not one (`[::1]evil`)."""
+    match = _HOST.fullmatch(host)
+    return match[1] if match else None
 
 
 def current(request: Request) -> Session | None:
