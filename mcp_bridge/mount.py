@@ -117,7 +117,7 @@ async def _note_call(state: dict, headers: dict, receive):
     body = b"".join(chunks)
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # the SDK answers what it cannot read
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("method"), str):
         given = parsed.get("params")

@@ -17,8 +17,13 @@ from tests.mcp_client import ToolFailed, call, session
 GOOD = {"channel": "terminal", "content": "hello"}
 KIB = 1024
 
+DEEP = 5000
+NESTED = b'{"channel": "terminal", "content": "hi", "metadata": ' + b'{"a": ' * DEEP + b"1"
+NESTED += b"}" * (DEEP + 1)
+
 CASES = {
     "invalid json": (b'{"channel": "terminal", "content": ', 400, "body", "invalid JSON"),
+    "nested too deeply": (NESTED, 400, "body", "nested too deeply"),
     "not an object": (42, 422, "body", "expected an event object"),
     "missing content": ({"channel": "terminal"}, 422, "content", "required"),
     "empty content": ({**GOOD, "content": "  \n"}, 422, "content", "must not be empty"),
@@ -73,11 +78,28 @@ def test_every_problem_in_a_batch_is_named(client):
     assert _count(client) == 0
 
 
-def test_body_over_request_limit_is_refused_before_reading(client):
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+@pytest.mark.parametrize("path", ["/v1/events", "/v1/hooks/claude-code", "/mcp"])
+def test_body_over_request_limit_is_refused_before_reading(client, path, chunked):
     huge = b'{"channel": "terminal", "content": "' + b"x" * (33 * KIB * KIB) + b'"}'
-    response = client.post("/v1/events", content=huge, headers={"content-type": "application/json"})
-    assert response.status_code == 413
+    # A generator is sent chunked (Transfer-Encoding), with no length to refuse it by.
+    body = (huge[i : i + KIB * KIB] for i in range(0, len(huge), KIB * KIB)) if chunked else huge
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    response = client.post(path, content=body, headers=headers)
+    assert response.status_code == 413, response.text
+    assert response.json()["error"] == "too_large"
     assert response.json()["problems"][0]["field"] == "body"
+    assert _count(client) == 0
+
+
+def test_json_nested_too_deeply_over_mcp_is_refused_not_a_server_error(client):
+    call = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": '
+    call += b'"store_event", "arguments": {"channel": "terminal", "content": "hi", "metadata": '
+    call += b'{"a": ' * DEEP + b"1" + b"}" * (DEEP + 3)
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    response = client.post("/mcp", content=call, headers=headers)
+    assert 400 <= response.status_code < 500, response.text
+    assert response.headers["content-type"].startswith("application/json"), response.text
     assert _count(client) == 0
 
 

@@ -75,6 +75,12 @@ def add_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404:
             problems = [FieldProblem("path", f"nothing is served at {path}")]
             return problem_response(404, "not_found", problems)
+        if isinstance(exc.__cause__, _TooLarge):  # FastAPI read the body, past the limit
+            return BodyLimit.too_large(request.app.state.settings.max_request_bytes)
+        if exc.status_code == 400 and exc.__cause__ is not None:  # FastAPI could not read it
+            why = "nested too deeply" if isinstance(exc.__cause__, RecursionError) else "unreadable"
+            problems = [FieldProblem("body", f"the body is not JSON this service reads: {why}")]
+            return problem_response(400, "invalid_input", problems)
         error = HTTPStatus(exc.status_code).phrase.lower().replace(" ", "_")
         problems = [FieldProblem("request", str(exc.detail))]
         return problem_response(exc.status_code, error, problems, **(exc.headers or {}))
@@ -127,9 +133,12 @@ class BodyLimit:
             await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope, receive, send):
-        problem = FieldProblem("body", f"request body over {self.max_bytes} bytes")
-        response = problem_response(413, "too_large", [problem])
-        await response(scope, receive, send)
+        await self.too_large(self.max_bytes)(scope, receive, send)
+
+    @staticmethod
+    def too_large(max_bytes: int) -> JSONResponse:
+        problem = FieldProblem("body", f"request body over {max_bytes} bytes")
+        return problem_response(413, "too_large", [problem])
 
 
 class _TooLarge(Exception):
