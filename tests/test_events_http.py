@@ -259,3 +259,23 @@ def test_private_text_from_a_client_that_did_not_strip_it_is_never_stored(client
     [problem] = refused.json()["problems"]
     assert problem["field"] == "events[1].content" and "private" in problem["problem"]
     assert [e["event_uid"] for e in client.get("/v1/events").json()["events"]] == ["p-1"]
+
+
+@pytest.mark.parametrize(
+    ("content", "stored"),
+    [
+        ("visible <private attr=1>SECRET</private>", "visible "),
+        ('visible <Private reason="pin">SECRET</private> after', "visible  after"),
+        ("<\u200bprivate>SECRET</private>visible", "visible"),
+        ("visible <pri\u200dvate >SECRET", "visible "),  # unclosed: to the end
+        ("visible <\ufeffprivate>SECRET</\u200bprivate> after", "visible  after"),
+        ("a lone </private> tag stays text", "a lone </private> tag stays text"),
+        ("<privateer>is not a tag</privateer>", "<privateer>is not a tag</privateer>"),
+    ],
+)
+def test_private_tags_with_attributes_or_invisible_characters_still_hide(client, content, stored):
+    answer = client.post("/v1/events", json={"channel": "terminal", "content": content})
+    assert answer.status_code == 200, answer.text
+    [event] = client.get("/v1/events", params={"limit": 1}).json()["events"]
+    assert event["content"] == stored
+    assert client.get("/v1/events/search", params={"q": "SECRET"}).json()["results"] == []

@@ -438,3 +438,29 @@ def test_cli_creates_lists_and_deletes_stores(server, make_client):
     server.pps("shared", "add", "garden", alice.entity)
     assert tool(server, alice, "memory_stats")["total"] == 0
     assert tool(server, alice, "memory_search", query="tomatoes frost") == []
+
+
+def test_a_memorys_id_and_file_name_never_hold_its_private_text(server, make_client, store):
+    """The id (the file's name) is made from the text after its private spans are gone;
+    the same holds for the wordwalker's `store` and a word-photo's title (their file
+    names come from the same place)."""
+    alice = make_client()
+    team = store(alice)
+    secrets = [
+        "<private>hunter two pin</private> Pick up the robe.",
+        'Pick up <private reason="pin">hunter two</private> the robe.',
+        "<\u200bprivate>hunter two</private> Pick up the robe.",
+    ]
+    for text in secrets:
+        made = tool(server, alice, "memory_add", at=team, text=text)
+        assert "hunter" not in made and "pick-up" in made, made
+    fragment = tool_at(server, alice, "/mcp/wordwalker", "store", text=secrets[1],
+                       category="errands", tags=["robe"])  # fmt: skip
+    assert "hunter" not in fragment["path"] and "pick-up" in fragment["path"]
+
+
+def tool_at(server, client, path, name, **arguments):
+    async def script(s):
+        return await call(s, name, **arguments)
+
+    return session(server.url + path, token(client), script)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import yaml
 from pydantic import BaseModel, Field
 
-from engine.kernel import timestamps
+from engine.kernel import private, timestamps
 from engine.kernel.errors import InputError
 from engine.kernel.requests import NON_BLANK, SPACES, Request, is_blank
 from engine.search import homes
@@ -93,8 +93,9 @@ def checked_tags(tags: list[str], required: bool) -> list[str]:
 
 
 def slug(text: str, words: int = 6) -> str:
-    """A memorable file name from the first words: `robe-by-the-fire`."""
-    found = re.findall(r"[a-z0-9]+", text.lower())[:words]
+    """A memorable file name from the first words: `robe-by-the-fire`; never from private
+    text (engine.kernel.private), which listings, backups and exports would show."""
+    found = re.findall(r"[a-z0-9]+", private.strip(text).lower())[:words]
     return "-".join(found)[:60].strip("-") or "memory"
 
 
