@@ -97,3 +97,18 @@ def test_indexes_that_cannot_be_made_are_said_in_health(tmp_path, graph_target):
         assert "no-such-org/no-such-model" in graph["indexes"]
         found = client.post("/v1/texture/search", json={"query": "where"}).json()
         assert found["facts"] == [] and found["status"].startswith("unavailable")
+
+
+def test_a_shared_store_beside_its_members_leaves_the_graph_ok(tmp_path, graph_target):
+    """A shared store has an index key (`shared:<store>`) and no graph: the graph's
+    indexes are made for its members, never for it (Graphiti refuses a ':' in a graph
+    id), so /health stays `ok` and the members' graph reads answer."""
+    with AppServer(tmp_path / "data", **graph_target.settings(), llm_provider="none") as server:
+        client = connect(server, server.pps("entity", "create", "vega").strip())
+        server.pps("shared", "create", "notes")
+        server.pps("shared", "add", "notes", "vega")
+        server.app.state.runtime.graph.prepare()  # what the preparer's next tick does
+        graph = client.get("/health").json()["components"]["graph"]
+        assert graph["status"] == "ok" and "indexes" not in graph, graph
+        found = client.post("/v1/texture/search", json={"query": "where"}).json()
+        assert found == {"facts": [], "status": "ok"}

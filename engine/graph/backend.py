@@ -60,7 +60,6 @@ class Graph:
         )
         self._budget_checked = 0.0
         self.preparer = Ticker("graph-prepare", _PREPARE_S, self.prepare)
-        self._prepare_error: str | None = None  # the last, logged once
         self.index_error: str | None = None
         """Why indexes could not be made on a server that answers, until they are."""
         self.extraction_error: str | None = None
@@ -173,26 +172,24 @@ class Graph:
 
     def prepare(self) -> None:
         """Make the indexes of the graphs that have none yet (the database all entities
-        share, then each entity's graph), off the request path; a graph that is down is
-        tried again at the next tick."""
+        share, then each entity's graph: a shared store has none), off the request path.
+        A failure raises: the preparer tries again, less often while it keeps failing,
+        and logs once when it starts failing and once when it works again."""
         store = self.store
         assert store is not None  # the preparer runs once `start` has its store
-        names = entities.index_keys(self.db)
+        names = [entity.name for entity in entities.list_all(self.db)]
         try:
             for name in [None, *names]:
                 if not store.prepared(name):
                     store.prepare(name)
         except Exception as exc:
             self._not_prepared(exc)
-            return
-        self._prepare_error = self.index_error = None
+            raise
+        self.index_error = None
 
     def _not_prepared(self, exc: Exception) -> None:
         from engine.graph.entity_graphs import GraphUnavailable
 
-        if str(exc) != self._prepare_error:
-            log.warning("the graph's indexes could not be made yet: %s", exc)
-        self._prepare_error = str(exc)
         if not isinstance(exc, GraphUnavailable):  # down: /health says so already
             self.index_error = f"{type(exc).__name__}: {exc}"[:500]
 
