@@ -45,6 +45,16 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def unless_required(problem: str | None, setting: str) -> None:
+    """Skip the test for `problem` (what it needs is missing here), or fail it where
+    `setting` (PPS_REQUIRE_NEO4J, ...) is 1, as CI sets them: there it must run."""
+    if problem is None:
+        return
+    if os.environ.get(setting) == "1":
+        pytest.fail(f"{setting}=1 but {problem}")
+    pytest.skip(problem)
+
+
 def wait_for(condition: Callable[[], T], timeout: float = 15.0, what: str = "the condition") -> T:
     """Poll `condition()` until it is truthy and return its value; fail after `timeout`
     seconds. The only way a test waits for something done in the background."""
@@ -360,11 +370,7 @@ def neo4j_server(tmp_path_factory) -> Iterator[Neo4jServer]:
     """A Neo4j 5.26 on a free 127.0.0.1 port, for the session; tests that reuse entity
     names `wipe()` it first. Skipped where java or mvn is missing, unless
     PPS_REQUIRE_NEO4J=1 (CI sets it) makes that a failure."""
-    missing = _neo4j_missing()
-    if missing:
-        if os.environ.get("PPS_REQUIRE_NEO4J") == "1":
-            pytest.fail(f"PPS_REQUIRE_NEO4J=1 but {missing}")
-        pytest.skip(missing)
+    unless_required(_neo4j_missing(), "PPS_REQUIRE_NEO4J")
     server = Neo4jServer(tmp_path_factory.mktemp("neo4j"))
     try:
         yield server.start()

@@ -8,14 +8,12 @@ can be pulled); skipped without one, except under PPS_REQUIRE_CONTAINERS=1 (CI).
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import yaml
 from stub_llm import StubLLM
 from test_graph_http import TURNS, Entity, llm_settings
 
-from tests.conftest import AppServer
+from tests.conftest import AppServer, unless_required
 from tests.test_stack import ROOT, engine_problem
 
 pytestmark = pytest.mark.containers
@@ -24,10 +22,7 @@ pytestmark = pytest.mark.containers
 def test_the_same_flow_on_the_compose_image(tmp_path, monkeypatch):
     from testcontainers.community.neo4j import Neo4jContainer
 
-    if problem := engine_problem():
-        if os.environ.get("PPS_REQUIRE_CONTAINERS") == "1":
-            pytest.fail(f"PPS_REQUIRE_CONTAINERS=1 but {problem}")
-        pytest.skip(problem)
+    unless_required(engine_problem(), "PPS_REQUIRE_CONTAINERS")
     image = yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]["neo4j"]["image"]
     # testcontainers' reaper (Ryuk) is an image of its own, not pulled where no registry
     # answers; the `with` below stops the container either way.

@@ -29,7 +29,7 @@ from stub_llm import StubLLM
 from test_graph_http import FAST, TURNS, Entity
 
 from pps.process import free_port
-from tests.conftest import settings_env, wait_for
+from tests.conftest import settings_env, unless_required, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "pps-test-stack"
@@ -169,11 +169,7 @@ def set_lines(env_file: Path, values: dict[str, str]) -> None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    problem = engine_problem()
-    if problem:
-        if os.environ.get("PPS_REQUIRE_CONTAINERS") == "1":
-            pytest.fail(f"PPS_REQUIRE_CONTAINERS=1 but {problem}")
-        pytest.skip(problem)
+    unless_required(engine_problem(), "PPS_REQUIRE_CONTAINERS")
     folder = tmp_path_factory.mktemp("checkout")
     fresh_checkout(folder)
     stub = StubLLM(host=docker_gateway()).start()
@@ -229,8 +225,7 @@ def stack(tmp_path_factory):
 def test_compose_reads_the_file_and_refuses_it_without_a_password(tmp_path):
     """`docker compose config`: the file as this compose reads it, with .env.example's
     settings; without NEO4J_PASSWORD it stops before anything starts, naming it."""
-    if problem := engine_problem():
-        pytest.skip(problem)
+    unless_required(engine_problem(), "PPS_REQUIRE_CONTAINERS")
     shutil.copy(ROOT / "compose.yaml", tmp_path)
     (tmp_path / "Dockerfile").touch()
     shutil.copy(ROOT / ".env.example", tmp_path / ".env")

@@ -22,7 +22,7 @@ import pytest
 
 from engine.capture import entities
 from engine.store import queue
-from tests.conftest import AppServer
+from tests.conftest import AppServer, unless_required
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_ARGS = [
@@ -54,11 +54,7 @@ def _missing() -> str | None:
 
 @pytest.fixture(scope="module")
 def browser_context(tmp_path_factory):
-    missing = _missing()
-    if missing:
-        if os.environ.get("PPS_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"PPS_REQUIRE_BROWSER=1 but {missing}")
-        pytest.skip(missing)
+    unless_required(_missing(), "PPS_REQUIRE_BROWSER")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

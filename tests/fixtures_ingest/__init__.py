@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
-import pytest
+
+from tests.conftest import unless_required
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_CLIS = ROOT / "tests" / "hosts" / "node_modules" / ".bin"
@@ -24,10 +25,8 @@ def host_cli(name: str) -> Path:
     """An agent host's own CLI (`codex`, `claude`). Without it a test skips, except under
     PPS_REQUIRE_HOSTS=1 (CI), where it fails."""
     found = HOST_CLIS / name
-    if not found.exists():
-        if os.environ.get("PPS_REQUIRE_HOSTS") == "1":
-            pytest.fail(f"PPS_REQUIRE_HOSTS=1 but {found} is missing (npm ci --prefix tests/hosts)")
-        pytest.skip(f"the {name} CLI is not installed (npm ci --prefix tests/hosts)")
+    missing = f"the {name} CLI is not installed at {found} (npm ci --prefix tests/hosts)"
+    unless_required(None if found.exists() else missing, "PPS_REQUIRE_HOSTS")
     return found
 
 
