@@ -91,6 +91,7 @@ def test_private_text_in_a_journal_is_never_imported(make_client, server, tmp_pa
     stored = "".join(e["content"] for e in all_events(api))
     assert "Gym day." in stored and "Home by six." in stored
     assert "locker" not in stored and "letter" not in stored and "private>" not in stored
+    assert "3141" not in stored  # the span's end, past the cut, was kept once
 
 
 def test_an_openclaw_workspace_imports_as_events_that_search_finds(make_client, server, tmp_path):

@@ -343,6 +343,8 @@ def test_neo4j_stopped_under_a_running_pps_recall_answers_and_the_graph_comes_ba
     """Recall answers all along; its first reads of the stopped graph run out of their
     budget (`timeout`), then the graph is known to be down and said so at once."""
     rosa = stack.entity("rosa-graph-down")
+    rosa.say(*TURNS)  # an episode in its graph: recall reads no graph that holds nothing
+    rosa.ingested(timeout=120)
     with rosa.http as http:
         robe = {"channel": "discord", "author": "jeff", "content": "go put on that comfy robe"}
         assert http.post("/v1/events", json=robe).status_code == 200

@@ -184,10 +184,14 @@ class Stats(BaseModel):
 def search(
     graph, db: Database, entity: str, query: SearchQuery, *, vector: list[float] | None = None
 ) -> SearchResult:
-    """`vector`: the query embedded already (engine.search.embeddings), not embedded again."""
+    """`vector`: the query embedded already (engine.search.embeddings), not embedded again.
+    A graph that holds no episode of the entity is not read: it has nothing to find (and a
+    new graph's first read, which makes its indexes, can take seconds)."""
     status = _status(graph)
     if status != "ok":
         return SearchResult(facts=[], status=status)
+    if not episodes.any_ingested(db, entity):
+        return SearchResult(facts=[], status="ok")
     try:
         facts = graph.store.search(
             entity, query.query, query.limit, query.since, query.until, vector
@@ -530,6 +534,8 @@ def _status(graph) -> str:
         return "unavailable: the graph is starting"
     if graph.unreachable is not None:
         return f"unavailable: the graph server does not answer ({graph.unreachable})"
+    if graph.index_error is not None:  # as /health says: failing
+        return f"unavailable: the graph's indexes are not made ({graph.index_error})"
     return "ok"
 
 

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from engine.capture import events as capture
 from engine.capture.events import Event
 from engine.crystal import crystals, summaries
-from engine.graph import episodes, texture
+from engine.graph import texture
 from engine.graph.backend import Graph
 from engine.inventory import items as inventory
 from engine.kernel.config import Settings
@@ -179,8 +179,6 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
         return [findings.search_item("turns", r, roles) for r in found[:n]]
 
     def graph_items() -> list[Item]:
-        if runtime.graph is not None and not episodes.any_ingested(db, entity):
-            return []  # nothing in its graph yet: no read (a new graph's first is slow)
         query = texture.SearchQuery(query=context, limit=n)
         as_list = None if vector is None else vector.tolist()
         found = texture.search(runtime.graph, db, entity, query, vector=as_list)

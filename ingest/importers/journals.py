@@ -18,6 +18,7 @@ from typing import Any
 
 from rich.progress import Progress
 
+from engine.kernel import private
 from ingest import events as ev
 from ingest.importers import Import, Summary, markdown_files, progress_task, read_text
 
@@ -81,9 +82,13 @@ def markdown_events(
     max_bytes: int,
 ) -> list[dict[str, Any]]:
     """A markdown file as longform events: one, or one per part when it is over the
-    content limit; uids `<uid parts>:<part>`, the first heading as the title."""
-    heading = _HEADING.search(text)
-    pieces = ev.parts(text, max_bytes)
+    content limit; uids `<uid parts>:<part>`, the first heading as the title. Its private
+    text is stripped before it is cut (a span may cross a cut, and its end would be left
+    as text); a file of only private text is one event, which the import skips, saying
+    why."""
+    kept = private.strip(text)
+    heading = _HEADING.search(kept)
+    pieces = ev.parts(kept, max_bytes) if kept.strip() else [text]
     events = []
     for n, piece in enumerate(pieces, 1):
         meta = dict(metadata)
