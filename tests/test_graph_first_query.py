@@ -2,11 +2,10 @@
 
 Its indexes are made before the first query: a new entity's texture search answers ok
 (not "no such fulltext schema index", as a new Neo4j answered), and its first recall's
-graph layer answers within its budget: a graph that holds no episode of the entity yet is
-not read at all (a new Neo4j spent seconds making indexes and compiling the search
-inside it, more than the budget on a busy machine). The graph jobs wait for an LLM, all
-of them, and every face says so and why: the queue, `pps queue`, /health, the recall
-manifest, the graph and queue pages."""
+graph layer answers within its budget (a new Neo4j spent seconds making indexes and
+compiling the search inside it). The graph jobs wait for an LLM, all of them, and every
+face says so and why: the queue, `pps queue`, /health, the recall manifest, the graph
+and queue pages."""
 
 from __future__ import annotations
 

@@ -287,15 +287,6 @@ def trace(db: Database, entity: str, episode_uuids: list[str]) -> dict[str, list
     return found
 
 
-def any_ingested(db: Database, entity: str) -> bool:
-    """Whether the entity's graph holds anything: every write to a graph is an episode
-    (turns, a note, a triplet), marked here once it is in."""
-    row = db.conn.execute(
-        "SELECT 1 FROM episodes WHERE entity = ? AND ingested_at IS NOT NULL LIMIT 1", (entity,)
-    ).fetchone()
-    return row is not None
-
-
 def closed(db: Database, entity: str) -> list[str]:
     """Every closed episode of an entity, oldest first, but those deleted from the graph
     (what a replay adds again)."""

@@ -184,14 +184,10 @@ class Stats(BaseModel):
 def search(
     graph, db: Database, entity: str, query: SearchQuery, *, vector: list[float] | None = None
 ) -> SearchResult:
-    """`vector`: the query embedded already (engine.search.embeddings), not embedded again.
-    A graph that holds no episode of the entity is not read: it has nothing to find (and a
-    new graph's first read, which makes its indexes, can take seconds)."""
+    """`vector`: the query embedded already (engine.search.embeddings), not embedded again."""
     status = _status(graph)
     if status != "ok":
         return SearchResult(facts=[], status=status)
-    if not episodes.any_ingested(db, entity):
-        return SearchResult(facts=[], status="ok")
     try:
         facts = graph.store.search(
             entity, query.query, query.limit, query.since, query.until, vector
