@@ -36,17 +36,17 @@ def token(client) -> str:
     return client.headers["Authorization"].removeprefix("Bearer ")
 
 
-def mcp(server, client, script, at=None):
-    """Run a session on /mcp/shared-memory, or on /mcp/shared-memory/<at>."""
-    path = "/mcp/shared-memory" + (f"/{at}" if at else "")
+def mcp(server, client, script, at=None, profile="/mcp/shared-memory"):
+    """Run a session on /mcp/shared-memory (or another profile), or on <profile>/<at>."""
+    path = profile + (f"/{at}" if at else "")
     return session(server.url + path, token(client), script)
 
 
-def tool(server, client, name, at=None, **arguments):
+def tool(server, client, name, at=None, profile="/mcp/shared-memory", **arguments):
     async def script(s):
         return await call(s, name, **arguments)
 
-    return mcp(server, client, script, at)
+    return mcp(server, client, script, at, profile)
 
 
 def failure(server, client, name, at=None, **arguments) -> str:
@@ -454,13 +454,6 @@ def test_a_memorys_id_and_file_name_never_hold_its_private_text(server, make_cli
     for text in secrets:
         made = tool(server, alice, "memory_add", at=team, text=text)
         assert "hunter" not in made and "pick-up" in made, made
-    fragment = tool_at(server, alice, "/mcp/wordwalker", "store", text=secrets[1],
-                       category="errands", tags=["robe"])  # fmt: skip
+    fragment = tool(server, alice, "store", profile="/mcp/wordwalker", text=secrets[1],
+                    category="errands", tags=["robe"])  # fmt: skip
     assert "hunter" not in fragment["path"] and "pick-up" in fragment["path"]
-
-
-def tool_at(server, client, path, name, **arguments):
-    async def script(s):
-        return await call(s, name, **arguments)
-
-    return session(server.url + path, token(client), script)

@@ -286,8 +286,8 @@ def test_the_walk_through_against_the_stack(stack):
         session = str(uuid.uuid4())
         prompt = {
             "session_id": session,
-            "transcript_path": f"/home/user/.claude/projects/p/{session}.jsonl",
-            "cwd": "/home/user/p",
+            "transcript_path": str(stack.folder / f"{session}.jsonl"),
+            "cwd": str(stack.folder),
             "permission_mode": "default",
             "hook_event_name": "UserPromptSubmit",
             "prompt": "Is the comfy robe still on?",
