@@ -18,6 +18,7 @@ from ingest.spool import Spool
 from tests.conftest import AppServer, connect
 from tests.test_ui import UI
 from tests.test_ui_browser import browser_context  # noqa: F401  (a fixture)
+from tests.ui_checks import layout_problems
 
 MCP = {"Accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
 
@@ -173,35 +174,6 @@ def test_a_revoke_without_the_form_token_changes_nothing(server):
         assert api.get("/v1/events").status_code == 200
 
 
-def _layout_problems(page) -> list[str]:
-    """The page's own part (main) wider than the viewport, or two interactive elements'
-    boxes in it overlap. The header and its nav are the layout's (base.html), checked for
-    every route by the layout's own test."""
-    return page.evaluate(
-        """() => {
-          const out = [];
-          const main = document.querySelector('main');
-          const width = Math.max(main.scrollWidth, main.getBoundingClientRect().right);
-          if (width > window.innerWidth) out.push(`main ${width} > ${window.innerWidth}: ` +
-            [...main.querySelectorAll('*')]
-              .filter(e => e.getBoundingClientRect().right > innerWidth)
-              .map(e => e.tagName + '.' + e.className).slice(0, 5).join(' '));
-          const boxes = [...main.querySelectorAll('a, button, input, select, textarea')]
-            .filter(e => e.type !== 'hidden' && e.offsetParent !== null)
-            .map(e => [e, e.getBoundingClientRect()]);
-          for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
-            const [a, p] = boxes[i], [b, q] = boxes[j];
-            if (a.contains(b) || b.contains(a)) continue;
-            const apart = p.right - 1 <= q.left || q.right - 1 <= p.left
-              || p.bottom - 1 <= q.top || q.bottom - 1 <= p.top;
-            if (!apart)
-              out.push(`${a.outerHTML.slice(0, 60)} overlaps ${b.outerHTML.slice(0, 60)}`);
-          }
-          return out;
-        }"""
-    )
-
-
 @pytest.mark.parametrize("size", [(390, 844), (1280, 800)])
 def test_the_clients_page_fits_a_phone_and_a_desktop(browser_context, server, tmp_path, size):  # noqa: F811
     from playwright.sync_api import expect
@@ -217,9 +189,9 @@ def test_the_clients_page_fits_a_phone_and_a_desktop(browser_context, server, tm
     expect(page).to_have_url(server.url + "/ui/timeline")
     page.goto(server.url + "/ui/clients")
     expect(page.locator('#clients tr[data-client="claude-code"]')).to_be_visible()
-    assert _layout_problems(page) == []
+    assert layout_problems(page) == []
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Revoke the token").click()
     expect(page.locator("#new-token")).to_be_visible()
-    assert _layout_problems(page) == []
+    assert layout_problems(page) == []
     page.close()

@@ -14,6 +14,7 @@ import pytest
 from engine.contracts import stores
 from tests.test_ui import UI, make_ui, server  # noqa: F401 (fixtures)
 from tests.test_ui_browser import browser_context  # noqa: F401 (a fixture)
+from tests.ui_checks import layout_problems
 
 HOSTILE = (
     "# Plan\n\n<script>window.pwned = 1</script>\n\n"
@@ -171,32 +172,6 @@ def test_the_shared_page_shows_members_counts_and_writers(make_ui, server):  # n
     assert eve.get("/ui/shared", params={"store": "family"}).status_code == 404
 
 
-# Where the page is wider than the screen, and which two visible interactive elements'
-# boxes cross (links, buttons, fields), as the phone helper's layout rule words it.
-LAYOUT = """() => {
-  const doc = document.documentElement;
-  const boxes = [...document.querySelectorAll('a, button, input, select, textarea')]
-    .filter(e => e.offsetParent !== null && e.type !== 'hidden')
-    .map(e => [e.outerHTML.slice(0, 80), e.getBoundingClientRect()])
-    .filter(([, r]) => r.width > 0 && r.height > 0);
-  const crossed = [];
-  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
-    const [a, p] = boxes[i], [b, q] = boxes[j];
-    const apart = p.right - 1 <= q.left || q.right - 1 <= p.left
-      || p.bottom - 1 <= q.top || q.bottom - 1 <= p.top;
-    if (!apart) crossed.push([a, b]);
-  }
-  return {width: doc.scrollWidth, viewport: window.innerWidth, crossed};
-}"""
-
-
-# What reaches past the screen's right edge, to say so when the page is too wide.
-WIDEST = """() => [...document.querySelectorAll('body *')]
-  .filter(e => e.getBoundingClientRect().right > window.innerWidth)
-  .map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))
-  .slice(0, 8)"""
-
-
 @pytest.mark.parametrize("size", [(390, 844), (1280, 800)], ids=["phone", "desktop"])
 def test_both_pages_fit_a_phone_and_a_desktop(browser_context, make_ui, server, size):  # noqa: F811
     ada = _signed_in(make_ui, f"mem-look-{size[0]}")
@@ -231,9 +206,7 @@ def test_both_pages_fit_a_phone_and_a_desktop(browser_context, make_ui, server, 
         "/ui/shared",
     ):
         page.goto(server.url + url)
-        seen = page.evaluate(LAYOUT)
-        assert seen["width"] <= seen["viewport"], (url, seen, page.evaluate(WIDEST))
-        assert not seen["crossed"], (url, seen["crossed"][:3])
+        assert layout_problems(page) == []
     # delete through the page, confirming as a person would
     page.goto(server.url + "/ui/memories?path=" + path)
     page.on("dialog", lambda dialog: dialog.accept())

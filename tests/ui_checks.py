@@ -47,18 +47,27 @@ _LAYOUT = """() => {
   return {
     scroll: document.documentElement.scrollWidth,
     viewport: window.innerWidth,
+    past: [...document.querySelectorAll('body *')]
+      .filter(e => e.getBoundingClientRect().right > window.innerWidth)
+      .map(e => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + ' '
+        + Math.round(e.getBoundingClientRect().right)).slice(0, 6),
     over: [...new Set(over)],
   };
 }"""
 
 
 def layout_problems(page: Any) -> list[str]:
-    """What is wrong with the loaded page's layout, in words (empty: nothing)."""
+    """What is wrong with the page's layout once it has loaded, in words (empty: nothing).
+    It waits for the load event: measured before the stylesheet is applied (a click that
+    posts a form answers with a page whose elements are there before its styles are), any
+    table is as wide as its text."""
+    page.wait_for_load_state("load")
     found = page.evaluate(_LAYOUT)
     problems = []
     if found["scroll"] > found["viewport"]:
         problems.append(
             f"{page.url}: {found['scroll']} px wide in a {found['viewport']} px viewport"
+            f" (past the edge: {', '.join(found['past'])})"
         )
     problems += [f"{page.url}: {pair}" for pair in found["over"]]
     return problems
