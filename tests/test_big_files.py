@@ -186,7 +186,9 @@ def test_a_long_file_rewritten_holds_its_new_text_only(server, client):
         60,
         "the rewritten file indexed",
     )
-    assert texts(search(client, "plum jam")) == []
+    # Once the new chunks have their vectors, the meaning side answers "plum jam" with its
+    # nearest (the herring); what must not come back is any old text.
+    assert [t for t in texts(search(client, "plum jam")) if "Shelf" in t or "jam" in t] == []
     found = client.get("/v1/check").json()["entities"][0]
     assert [p for p in found["problems"] if p["layer"] == "files"] == []
     assert found["counts"]["files_indexed"] == 1
