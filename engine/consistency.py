@@ -22,7 +22,9 @@ What is checked, per entity:
   gone; with a graph configured and up, each episode in it is recorded and each fact
   traces to events (through its episodes); a graph that is down is said and skipped;
 - summaries: each one's range starts and ends at the entity's events, and none of the
-  events it counted is gone.
+  events it counted is gone;
+- forgotten events (engine.forgetting): no layer holds one any more (no text in layer 1,
+  no search row, no episode, no summary covering it).
 
 Repairs (`repair=True`) are only the safe ones: re-index a file, admit a turn, enqueue
 the missing embeddings, drop index rows, pending windows and jobs that point at nothing,
@@ -37,6 +39,7 @@ import time
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from engine import forgetting
 from engine.capture import check as capture_check
 from engine.crystal import check as crystal_check
 from engine.graph import check as graph_check
@@ -107,6 +110,7 @@ def _walk(index: Index, graph, entity: str) -> EntityCheck:
     graph_check.episodes(found, db)
     status = graph_check.graph(found, db, graph)
     crystal_check.summaries(found, db)
+    forgetting.check(found, db)
     result = EntityCheck(
         entity=entity,
         counts=found.counts,

@@ -5,12 +5,12 @@ Reading this file tells what runs besides the request handlers."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
 
-from engine.capture import clients, versions
+from engine import forgetting
+from engine.capture import clients
 from engine.crystal import summarize
 from engine.graph import curator, episodes, texture
 from engine.kernel.config import Settings
@@ -23,17 +23,13 @@ from engine.store.db import Database
 log = logging.getLogger("pps.runtime")
 
 
-def _supersede(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
-    """Capture marks what an edit replaced or a deletion removed; search drops their rows."""
-    turns.forget(conn, entity, versions.supersede(conn, entity, event_ids))
-
-
-CAPTURE_LISTENERS = (_supersede, turns.admit, episodes.admit, used.admit)
+CAPTURE_LISTENERS = (forgetting.superseded, turns.admit, episodes.admit, used.admit)
 """What capture announces a stored batch to, inside its transaction: capture marks what
-an edit or a deletion changed (and search drops those rows), search indexes the new
-turns' words at once (their vectors follow as a job), the graph puts them in their
-episode windows, recall marks what an assistant's reply used of the recalls before it.
-Every writer of events passes these to `capture.record`."""
+an edit or a deletion changed (the replaced versions leave search, the graph and the
+summaries; a deleted message is forgotten everywhere), search indexes the new turns'
+words at once (their vectors follow as a job), the graph puts them in their episode
+windows, recall marks what an assistant's reply used of the recalls before it. Every
+writer of events passes these to `capture.record`."""
 
 
 class Runtime:
@@ -48,7 +44,8 @@ class Runtime:
         self.keeper = watch.Keeper(self.index)
         self.workers.add(turns.JOB_KIND, turns.handler(self.index))
         self.workers.add(FILE_EMBED_JOB, file_embed_handler(self.index))
-        # Layer 3: the graph backend, its episode sweeper, and the graph_episode workers.
+        # Layer 3: the graph backend, its episode sweeper, the graph_episode workers, and the
+        # graph_forget worker that removes what was forgotten.
         self.graph = None
         if settings.graph_backend != "none":
             from engine.graph.backend import Graph
@@ -60,9 +57,16 @@ class Runtime:
                 concurrency=settings.graph_concurrency,
                 ready=self.graph.started,  # its jobs wait in the queue while it starts
             )
+            self.workers.add(
+                episodes.FORGET_JOB, texture.forget_handler(self.graph), ready=self.graph.started
+            )
         # The graph curator on a schedule (PPS_GRAPH_CURATE_S; off by default: see
         # engine.graph.curator and docs/layers.md).
         self.curator = curator.scheduler(self.graph, db, settings)
+
+        # Forgetting: a message deleted by its client is forgotten as the batch is stored;
+        # the old copies of its words leave the database's files just after.
+        self.workers.add(forgetting.SCRUB_JOB, forgetting.scrub_handler(db))
 
         # Layer 4: summaries written by themselves past a threshold, with an LLM.
         self.workers.add(summarize.JOB_KIND, summarize.handler(db, settings))

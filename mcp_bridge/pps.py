@@ -10,7 +10,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from engine import consistency, health
+from engine import consistency, forgetting, health
 from engine.capture import events as capture
 from engine.crystal import crystals, summaries, summarize
 from engine.graph import texture
@@ -297,6 +297,32 @@ def texture_delete(ctx: Context, uuid: str) -> dict:
     me = caller(ctx)
     with tool_errors():
         return texture.delete(me.runtime.graph, me.db, me.entity, uuid).model_dump()
+
+
+# --- every layer: forgetting ---
+
+
+@tool(annotations=DELETE)
+def forget(
+    ctx: Context,
+    event_uid: str | None = None,
+    word_photo: str | None = None,
+    fact: str | None = None,
+    why: str | None = None,
+) -> dict:
+    """Forget one memory from every layer, for good: an event (every version of its
+    message), a word-photo (its file name, as anchor_list gives it) or a fact (its uuid,
+    as texture_search gives it); give exactly one, and why if you like. Its text leaves
+    the raw log (a tombstone stays: who, when, why), search, the graph (facts only it
+    supported), summaries, quoting files and the recall log. Answers with a receipt of
+    what went from each layer."""
+    me = caller(ctx)
+    with tool_errors():
+        ask = forgetting.ForgetRequest(
+            event_uid=event_uid, word_photo=word_photo, fact=fact, why=why
+        )
+        receipt = forgetting.forget(me.runtime.index, me.runtime.graph, me.entity, ask, "mcp")
+        return receipt.model_dump()
 
 
 # --- layer 4: summaries ---

@@ -274,13 +274,17 @@ def test_edits_and_deletions_are_events_too(make_client, server, tmp_path):
     stored = all_events(api)
     assert [e["event_type"] for e in stored] == ["message", "edit", "delete"]
     edit = stored[1]
-    assert edit["content"] == "the robe is green"
-    assert edit["metadata"]["previous_content"] == "the robe is blue"
     assert edit["created_at"] == "2026-01-04T15:00:00.000000Z"
     assert edit["metadata"]["replaces"] == f"discord:{mid}"
     assert stored[2]["event_uid"] == f"discord:{mid}:delete"
     assert stored[2]["metadata"]["deletes"] == f"discord:{mid}"
-    assert stored[2]["metadata"]["channel_id"] == "222"
+    # A message deleted in Discord is forgotten: every version is a tombstone (who, where,
+    # when, what it names), its text gone, the edit's previous_content with it.
+    assert [e["content"] for e in stored] == ["", "", ""]
+    assert "robe" not in str(stored)
+    assert all(e["deleted_at"] for e in stored[:2])
+    (tombstone,) = api.get("/v1/forget").json()["tombstones"]
+    assert (tombstone["ref"], tombstone["asked_by"]) == (f"discord:{mid}", "discord")
 
 
 def test_an_edit_of_a_message_sent_before_the_bot_started_supersedes_it(

@@ -37,6 +37,7 @@ ENGINE_RANKS = {
     "engine.health": 9,
     "engine.backup": 9,
     "engine.consistency": 9,
+    "engine.forgetting": 9,
 }
 # What each part may import, by the longest prefix that names it: the kernel stands alone,
 # and the client side (ingest/: hooks, spool, importers, the MCP relay) stands on it only.

@@ -420,8 +420,9 @@ def turns_around_event(
 def _around(
     db: Database, where: str, params: list[Any], at: tuple[Any, ...], count: int
 ) -> list[Event]:
-    """The events at or before `at` and after it, `count` in all: (created_at,) or
-    (created_at, id)."""
+    """The current events at or before `at` and after it, `count` in all: (created_at,)
+    or (created_at, id). What an edit replaced or a deletion removed is not among them."""
+    where = f"{where} AND {current()}"
     columns = "created_at" if len(at) == 1 else "(created_at, id)"
     marks = "?" if len(at) == 1 else "(?, ?)"
     before = db.conn.execute(
@@ -647,11 +648,12 @@ def lines_before(db: Database, span: Span, event: Event) -> int:
 def without_content(conn: sqlite3.Connection, entity: str, ids: Sequence[int]) -> list[sqlite3.Row]:
     """The entity's events of these ids, oldest first (created_at, id), without their
     content: id, event_uid, channel, event_type, author, role, session_id, created_at,
-    received_at, and `content_chars`, the length of the content. On the caller's
-    connection (inside its transaction, where it has one)."""
+    received_at, `content_chars`, the length of the content, and `current` (neither
+    replaced by an edit nor deleted). On the caller's connection (inside its transaction,
+    where it has one)."""
     return conn.execute(
         "SELECT id, event_uid, channel, event_type, author, role, session_id, created_at,"
-        " received_at, length(content) AS content_chars FROM events"
+        f" received_at, length(content) AS content_chars, {current()} AS current FROM events"
         " WHERE id IN (SELECT value FROM json_each(?)) AND +entity = ?"
         " ORDER BY created_at, id",
         (json.dumps(list(ids)), entity),

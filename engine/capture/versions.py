@@ -2,7 +2,8 @@
 (`metadata.replaces`, its event_uid), a deletion tombstones it (`metadata.deletes`). Every
 version stays in layer 1; the marks (`replaced_by`, `deleted_at`, migrations/0008) say which
 one is current, and `engine.capture.markers.turns_only` leaves the others out of every read
-of turns."""
+of turns. A forgotten message (engine.forgetting) keeps its versions as tombstones: `blank`
+empties their text and metadata, and they count as deleted from then on."""
 
 from __future__ import annotations
 
@@ -35,30 +36,34 @@ def supersede(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> li
     return gone
 
 
+_VERSION = (
+    "SELECT id, event_uid, event_type, created_at, replaced_by, deleted_at,"
+    " json_extract(metadata, '$.forgotten') AS forgotten FROM events"
+)
+
+
 def _mark_versions(conn: sqlite3.Connection, entity: str, original: str) -> list[int]:
     """Mark the versions of the message `original`; the ids newly not current."""
     changes = conn.execute(
-        "SELECT id, event_uid, event_type, created_at, replaced_by, deleted_at FROM events"
-        f" WHERE entity = ? AND event_type IN ('edit', 'delete') AND {_NAMING} = ?",
+        f"{_VERSION} WHERE entity = ? AND event_type IN ('edit', 'delete') AND {_NAMING} = ?",
         (entity, original),
     ).fetchall()
     if not changes:
         return []
     first = conn.execute(
-        "SELECT id, event_uid, event_type, created_at, replaced_by, deleted_at FROM events"
-        " WHERE entity = ? AND event_uid = ?",
-        (entity, original),
+        f"{_VERSION} WHERE entity = ? AND event_uid = ?", (entity, original)
     ).fetchall()
     versions = sorted(
         [*first, *(c for c in changes if c["event_type"] == "edit")],
         key=lambda v: (v["created_at"], v["id"]),
     )
     deletions = [c["created_at"] for c in changes if c["event_type"] == "delete"]
-    deleted_at = min(deletions) if deletions else None
     newest = versions[-1]["event_uid"] if versions else None
     gone = []
     for version in versions:
         replaced_by = None if version["event_uid"] == newest else newest
+        ended = [*deletions, *([version["forgotten"]] if version["forgotten"] else [])]
+        deleted_at = min(ended) if ended else None
         if (version["replaced_by"], version["deleted_at"]) == (replaced_by, deleted_at):
             continue
         conn.execute(
@@ -69,3 +74,50 @@ def _mark_versions(conn: sqlite3.Connection, entity: str, original: str) -> list
         if was_current and (replaced_by is not None or deleted_at is not None):
             gone.append(version["id"])
     return gone
+
+
+def versions_of(conn: sqlite3.Connection, entity: str, event_uid: str) -> list[int]:
+    """The ids of every stored version of the message `event_uid` is one of: the original,
+    its edits, the deletions naming it (an edit or deletion given names its original).
+    Empty if the entity has no such event."""
+    row = conn.execute(
+        f"SELECT event_type, {_NAMING} AS names FROM events WHERE entity = ? AND event_uid = ?",
+        (entity, event_uid),
+    ).fetchone()
+    if row is None:
+        return []
+    original = row["names"] if row["event_type"] in ("edit", "delete") and row["names"] else None
+    original = original or event_uid
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT id FROM events WHERE entity = ? AND (event_uid = ? OR {_NAMING} = ?)"
+            " ORDER BY id",
+            (entity, original, original),
+        )
+    ]
+
+
+def blank(conn: sqlite3.Connection, entity: str, ids: list[int], at: str) -> list[int]:
+    """Empty the text and metadata of these events, keeping who said them, where and
+    when, what an edit or deletion names, and `forgotten` (the time): tombstones. They
+    count as deleted from `at` on (their search rows go with `turns.forget`). Returns the
+    ids that were current turns until now."""
+    wanted = json.dumps(ids)
+    current = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM events WHERE entity = ? AND id IN (SELECT value FROM json_each(?))"
+            " AND replaced_by IS NULL AND deleted_at IS NULL",
+            (entity, wanted),
+        )
+    ]
+    conn.execute(
+        "UPDATE events SET content = '', deleted_at = coalesce(deleted_at, ?),"
+        " metadata = json_patch(json_object('forgotten', ?), json_object("
+        "'replaces', json_extract(metadata, '$.replaces'),"
+        " 'deletes', json_extract(metadata, '$.deletes')))"
+        " WHERE entity = ? AND id IN (SELECT value FROM json_each(?))",
+        (at, at, entity, wanted),
+    )
+    return current

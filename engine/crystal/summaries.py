@@ -13,6 +13,7 @@ handed to summarize_messages as turns.
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -200,6 +201,23 @@ def store(
             ),
         ).fetchone()
     return Summary.from_row(row)
+
+
+def withdraw(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> list[int]:
+    """Delete the entity's summaries that cover any of these events (inside the caller's
+    transaction): what they said of a forgotten or edited turn goes with them, and their
+    other turns are unsummarized again, for the next summary to cover (by itself with an
+    LLM, else by the agent's summarize_messages). Returns their ids."""
+    return [
+        row[0]
+        for row in conn.execute(
+            "DELETE FROM summaries AS s WHERE s.entity = ? AND EXISTS (SELECT 1 FROM events e"
+            " WHERE e.id IN (SELECT value FROM json_each(?)) AND e.entity = s.entity"
+            " AND e.id BETWEEN s.start_id AND s.end_id AND (s.channels IS NULL"
+            " OR e.channel IN (SELECT value FROM json_each(s.channels)))) RETURNING id",
+            (entity, json.dumps(event_ids)),
+        )
+    ]
 
 
 def recent(db: Database, entity: str, ask: RecentQuery) -> Summaries:

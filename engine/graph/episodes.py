@@ -18,6 +18,7 @@ Notes and triplets given through texture_add / texture_add_triplet are events on
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import uuid as uuidlib
 from collections.abc import Callable
@@ -33,6 +34,8 @@ from engine.store.db import Database
 from engine.store.ticker import Ticker
 
 JOB_KIND = "graph_episode"
+FORGET_JOB = "graph_forget"
+"""Remove a withdrawn episode from the graph (engine.graph.texture.forget_handler)."""
 TEXTURE_CHANNEL = "texture"
 SINGLE_KINDS = {"note": "note", "triplet": "triplet"}
 """event_type on the texture channel -> episode kind; such an event is an episode alone."""
@@ -69,7 +72,8 @@ def session_key(channel: str, session_id: str | None) -> str:
 
 def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
     """Put newly stored turns in their windows (inside the events' transaction). Markers
-    (a session started, a context compacted) say nothing to extract facts from."""
+    (a session started, a context compacted) say nothing to extract facts from, nor does
+    a message deleted before it arrived (an import, a spool sent late)."""
     rows = capture.without_content(conn, entity, event_ids)
     conn.executemany(
         "INSERT INTO graph_pending (event_id, entity, session_key) VALUES (?, ?, ?)"
@@ -77,7 +81,7 @@ def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
         [
             (row["id"], entity, session_key(row["channel"], row["session_id"]))
             for row in rows
-            if not is_marker(row["event_type"])
+            if row["current"] and not is_marker(row["event_type"])
         ],
     )
 
@@ -123,7 +127,7 @@ def _close_window(
         _Turn(
             id=r["id"],
             uid=r["event_uid"],
-            kind=SINGLE_KINDS.get(r["event_type"]) if r["channel"] == TEXTURE_CHANNEL else None,
+            kind=_single_kind(r),
             chars=min(_line_chars(r), window.max_chars),
             created_at=r["created_at"],
             received_at=r["received_at"],
@@ -160,27 +164,41 @@ def _line_chars(event: sqlite3.Row) -> int:
 
 def _record(conn: sqlite3.Connection, entity: str, key: str, chunk: list[_Turn]) -> str:
     uid = episode_uuid(entity, [t.uid for t in chunk])
+    # An event is in one episode: the other turns of a withdrawn one (a forget, an edit)
+    # move to this. The same events may have made this very episode before, withdrawn
+    # since: it is added again, as a new job.
     conn.execute(
-        "INSERT INTO episodes (uuid, entity, session_key, kind, turns, chars, started_at,"
-        " ended_at, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            uid,
-            entity,
-            key,
-            chunk[0].kind or "turns",
-            len(chunk),
-            sum(t.chars for t in chunk),
-            chunk[0].created_at,
-            chunk[-1].created_at,
-            timestamps.now(),
-        ),
+        "DELETE FROM episode_events WHERE event_id IN (SELECT value FROM json_each(?))",
+        (json.dumps([t.id for t in chunk]),),
     )
+    again = conn.execute("SELECT 1 FROM episodes WHERE uuid = ?", (uid,)).fetchone()
+    if again:
+        conn.execute(
+            "UPDATE episodes SET deleted_at = NULL, ingested_at = NULL WHERE uuid = ?", (uid,)
+        )
+    else:
+        conn.execute(
+            "INSERT INTO episodes (uuid, entity, session_key, kind, turns, chars, started_at,"
+            " ended_at, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                uid,
+                entity,
+                key,
+                chunk[0].kind or "turns",
+                len(chunk),
+                sum(t.chars for t in chunk),
+                chunk[0].created_at,
+                chunk[-1].created_at,
+                timestamps.now(),
+            ),
+        )
     conn.executemany(
         "INSERT INTO episode_events (episode_uuid, position, event_id) VALUES (?, ?, ?)",
         [(uid, n, t.id) for n, t in enumerate(chunk)],
     )
     conn.executemany("DELETE FROM graph_pending WHERE event_id = ?", [(t.id,) for t in chunk])
-    queue.enqueue(conn, entity, JOB_KIND, uid, {"episode": uid})
+    job = f"{uid}:{timestamps.now()}" if again else uid
+    queue.enqueue(conn, entity, JOB_KIND, job, {"episode": uid})
     return uid
 
 
@@ -248,6 +266,79 @@ def load(db: Database, uuid: str, max_chars: int) -> Episode | None:
         truncated=truncated,
         triplet=triplet,
     )
+
+
+@dataclass
+class Withdrawn:
+    """What `withdraw` did: the episodes taken out (`removing`: those the graph holds or
+    may hold, each with a `graph_forget` job), and the episodes made again of what they
+    had besides (each queued to be extracted)."""
+
+    episodes: list[str] = field(default_factory=list)
+    removing: list[str] = field(default_factory=list)
+    again: list[str] = field(default_factory=list)
+    pending: int = 0
+
+
+def withdraw(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> Withdrawn:
+    """Take these events out of layer 3 (inside the caller's transaction): out of the
+    windows still open; every episode holding one is marked deleted (its job, if it has
+    not run, then adds nothing), and one the graph holds or is adding gets a
+    `graph_forget` job, which removes it with the facts only it supported. The rest of
+    its events, still current turns, make an episode again, extracted anew: the facts
+    they support come back with them, as facts of their own."""
+    done = Withdrawn()
+    if not event_ids:
+        return done
+    wanted = json.dumps(event_ids)
+    done.pending = conn.execute(
+        "DELETE FROM graph_pending WHERE entity = ? AND event_id IN (SELECT value FROM"
+        " json_each(?))",
+        (entity, wanted),
+    ).rowcount
+    held = conn.execute(
+        "SELECT DISTINCT ep.uuid, ep.session_key, ep.ingested_at,"
+        " EXISTS (SELECT 1 FROM jobs j WHERE j.entity = ep.entity AND j.kind = ?"
+        " AND json_extract(j.payload, '$.episode') = ep.uuid AND j.state = 'running')"
+        " AS running"
+        " FROM episodes ep JOIN episode_events ee ON ee.episode_uuid = ep.uuid"
+        " WHERE ep.entity = ? AND ep.deleted_at IS NULL"
+        " AND ee.event_id IN (SELECT value FROM json_each(?)) ORDER BY ep.started_at, ep.uuid",
+        (JOB_KIND, entity, wanted),
+    ).fetchall()
+    now = timestamps.now()
+    for episode in held:
+        uuid = episode["uuid"]
+        conn.execute("UPDATE episodes SET deleted_at = ? WHERE uuid = ?", (now, uuid))
+        done.episodes.append(uuid)
+        if episode["ingested_at"] is not None or episode["running"]:
+            queue.enqueue(conn, entity, FORGET_JOB, f"{uuid}:{now}", {"episode": uuid})
+            done.removing.append(uuid)
+        rest = conn.execute(
+            "SELECT ee.event_id FROM episode_events ee JOIN events e ON e.id = ee.event_id"
+            " WHERE ee.episode_uuid = ? AND e.replaced_by IS NULL AND e.deleted_at IS NULL"
+            " AND ee.event_id NOT IN (SELECT value FROM json_each(?)) ORDER BY ee.position",
+            (uuid, wanted),
+        )
+        rows = capture.without_content(conn, entity, [row[0] for row in rest])
+        if rows:
+            turns = [
+                _Turn(
+                    id=r["id"],
+                    uid=r["event_uid"],
+                    kind=None if len(rows) > 1 else _single_kind(r),
+                    chars=_line_chars(r),
+                    created_at=r["created_at"],
+                    received_at=r["received_at"],
+                )
+                for r in rows
+            ]
+            done.again.append(_record(conn, entity, episode["session_key"], turns))
+    return done
+
+
+def _single_kind(row: sqlite3.Row) -> str | None:
+    return SINGLE_KINDS.get(row["event_type"]) if row["channel"] == TEXTURE_CHANNEL else None
 
 
 def mark_ingested(db: Database, uuid: str, truncated: bool) -> None:

@@ -413,8 +413,24 @@ def handler(graph, db: Database, settings: Settings):
         finally:
             budget.spend(db, job.entity, usage)
         graph.note_success()
+        if _deleted(db, job.entity, uuid):
+            # Withdrawn while it was being added (a forget, an edit): take it out again.
+            graph.store.delete(job.entity, uuid)
+            return usage
         episodes.mark_ingested(db, uuid, episode.truncated)
         return usage  # the queue ignores it; bench/graph.py reads it
+
+    return handle
+
+
+def forget_handler(graph):
+    """The `graph_forget` job: remove a withdrawn episode from the graph, with the facts
+    and entities only it supported (Graphiti's `remove_episode`; facts other episodes
+    support too stay). An episode the graph does not hold is done at once; a graph that
+    is down fails the job, and the queue tries again."""
+
+    def handle(job: queue.Job) -> None:
+        graph.store.delete(job.entity, job.payload["episode"])
 
     return handle
 

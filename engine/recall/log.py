@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 from engine.kernel import timestamps
 from engine.kernel.config import Settings
 from engine.kernel.patterns import CHANNEL_PATTERN
+from engine.kernel.quotes import Quotes
 from engine.kernel.requests import INT64_MAX, Request
 from engine.recall import used
 from engine.recall.shapes import Item, LayerReport, RecallRequest
@@ -149,3 +151,55 @@ def prune(conn: sqlite3.Connection, entity: str, days: int, rows: int, now: date
             (entity, entity, rows),
         ).rowcount
     return gone
+
+
+@dataclass
+class Gone:
+    """What a forget took away, as the recall log's entries name it: turns (by uid and
+    id), facts, summaries, files (home paths), and the forgotten texts' quotes."""
+
+    event_uids: set[str] = field(default_factory=set)
+    event_ids: set[int] = field(default_factory=set)
+    facts: set[str] = field(default_factory=set)
+    summaries: set[int] = field(default_factory=set)
+    paths: set[str] = field(default_factory=set)
+    quotes: Quotes = field(default_factory=lambda: Quotes([]))
+
+    def names(self, item: dict[str, Any]) -> bool:
+        source = item.get("source") or {}
+        return (
+            source.get("event_uid") in self.event_uids
+            or source.get("id") in self.event_ids
+            or source.get("fact_uuid") in self.facts
+            or bool(self.event_uids.intersection(source.get("event_uids") or ()))
+            or source.get("summary_id") in self.summaries
+            or source.get("path") in self.paths
+            or self.quotes.found_in(item.get("text") or "")
+        )
+
+
+def blank(conn: sqlite3.Connection, entity: str, gone: Gone) -> int:
+    """Blank the recall log's copies of what was forgotten (inside the caller's
+    transaction): an item that came from it, or quotes it, keeps its layer, score and
+    rank with its text and source emptied; a context that quotes it has the quotes
+    replaced. Returns how many entries changed."""
+    changed = 0
+    rows = conn.execute("SELECT id, context, items FROM recall_log WHERE entity = ?", (entity,))
+    for row in rows.fetchall():
+        items = json.loads(row["items"])
+        hit = False
+        for item in items:
+            if gone.names(item):
+                item.update(text="", source={"forgotten": True}, signals=None)
+                hit = True
+        context = row["context"]
+        if gone.quotes.found_in(context):
+            context = gone.quotes.cut(context)
+            hit = True
+        if hit:
+            conn.execute(
+                "UPDATE recall_log SET context = ?, items = ? WHERE id = ?",
+                (context, json.dumps(items), row["id"]),
+            )
+            changed += 1
+    return changed

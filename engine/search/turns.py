@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime
 from itertools import islice
 
 from engine.capture import events
+from engine.kernel import timestamps
 from engine.search import embeddings, vectors
 from engine.search.chunk_store import content_hash, embed_hash
 from engine.search.index import Index
@@ -168,12 +170,16 @@ def _context(window: list[sqlite3.Row], i: int, reach: int) -> str:
     )
 
 
-def forget(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
+def forget(
+    conn: sqlite3.Connection, entity: str, event_ids: list[int], said: Sequence[str] = ()
+) -> int:
     """Drop the search rows (and vectors) of turns that stopped being current: replaced
-    by an edit or deleted (inside capture's transaction; the generation bump tells a
-    process holding the entity's vectors to load them again)."""
+    by an edit, deleted or forgotten (inside the caller's transaction; the generation bump
+    tells a process holding the entity's vectors to load them again). The turns whose
+    context held what they `said` (their neighbours) have it emptied, and a job writes it
+    again from the turns around them now. How many rows went."""
     if not event_ids:
-        return
+        return 0
     wanted = json.dumps(event_ids)
     chunks = (
         "SELECT id FROM search_chunks WHERE entity = ?"
@@ -190,3 +196,18 @@ def forget(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
     ).fetchall()
     if dropped:
         vectors.bump(conn, entity)
+    neighbours = sorted(
+        {
+            row[0]
+            for text in {t for t in said if t}
+            for row in conn.execute(
+                "UPDATE search_chunks SET context = '' WHERE entity = ? AND kind = 'turn'"
+                " AND instr(context, ?) > 0 RETURNING event_id",
+                (entity, text),
+            )
+        }
+    )
+    if neighbours:
+        key = f"context:{neighbours[0]}:{timestamps.now()}"
+        queue.enqueue(conn, entity, JOB_KIND, key, {"event_ids": neighbours})
+    return len(dropped)

@@ -14,7 +14,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,7 @@ _ROOM_BYTES = 1024 * 1024
 that ran out of it is said to have room."""
 _ROOM_CHECK_S = 1.0
 _DROP_WARN_S = 60.0
+_FTS_TABLE = re.compile(r"^[a-z_]+_fts$")
 """At most one warning this often for each kind of write a read drops."""
 
 log = logging.getLogger("pps.db")
@@ -115,6 +116,9 @@ class Database:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
+        # What a row held before it was rewritten or deleted is zeroed in the file, not
+        # left in free space for anyone reading the file to find (a forget: `scrub`).
+        conn.execute("PRAGMA secure_delete = ON")
         with self._all_lock:
             self._all.append(conn)
         return conn
@@ -150,6 +154,21 @@ class Database:
                     "database",
                     f"the disk is full ({exc}): nothing was written; try again once there is space",
                 ) from exc
+
+    def scrub(self, tables: Sequence[str]) -> bool:
+        """Leave no old copy of what was rewritten or deleted in the database's files
+        (after a forget): each full-text index in `tables` is merged into one segment,
+        since its older segments still hold the words of rows deleted from it (the pages
+        they free are zeroed: secure_delete), then the WAL is copied into the file and
+        emptied. False when a reader kept the WAL from being emptied (what it holds is
+        written over as the database is used)."""
+        with self.write() as conn:
+            for table in tables:
+                if not _FTS_TABLE.fullmatch(table):
+                    raise ValueError(f"not a full-text table: {table!r}")
+                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+        busy, *_ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return not busy
 
     @contextmanager
     def dropping(self, what: str) -> Iterator[None]:

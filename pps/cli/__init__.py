@@ -25,6 +25,7 @@ COMMANDS = {
     "hook": ("pps.cli.hooks", "hook"),
     "reindex": ("pps.cli.rebuild", "reindex"),
     "check": ("pps.cli.check", "check"),
+    "forget": ("pps.cli.forget", "forget"),
     "entity": ("pps.cli.entity", "app"),
     "shared": ("pps.cli.shared", "app"),
     "operator": ("pps.cli.operator", "app"),

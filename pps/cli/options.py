@@ -95,6 +95,16 @@ def entity_names(db, entity: str | None) -> list[str]:
     return known
 
 
+def _reached(store, why: str | None = None):
+    """A graph reached through its store alone, as the engine's graph services take it
+    (it says it is unreachable when a call fails, and nothing more)."""
+    import types
+
+    return types.SimpleNamespace(
+        store=store, why=why, unreachable=None, index_error=None, read_failed=lambda: None
+    )
+
+
 @contextmanager
 def graph_here(settings, db, command: str) -> Iterator[object | None]:
     """The graph as a command reaches it (something with `.store`), or None when none is
@@ -106,8 +116,6 @@ def graph_here(settings, db, command: str) -> Iterator[object | None]:
     if settings.graph_backend == "none":
         yield None
         return
-    import types
-
     from engine.graph.store import GraphStore
     from engine.store.lock import DataDirBusy, DataDirLock
 
@@ -115,7 +123,7 @@ def graph_here(settings, db, command: str) -> Iterator[object | None]:
     if not embedded:
         store = GraphStore(settings).start()
         try:
-            yield types.SimpleNamespace(store=store)
+            yield _reached(store)
         finally:
             store.stop()
         return
@@ -125,11 +133,11 @@ def graph_here(settings, db, command: str) -> Iterator[object | None]:
         socket = settings.data_dir / "graph" / "falkordb.sock"
         if not socket.exists():
             why = "the server's FalkorDB listens on a port only it knows; GET /v1/check asks it"
-            yield types.SimpleNamespace(store=None, why=why)
+            yield _reached(None, why)
             return
         store = GraphStore(settings, falkordb={"unix_socket_path": str(socket)}).start()
         try:
-            yield types.SimpleNamespace(store=store)
+            yield _reached(store)
         finally:
             store.stop()
         return

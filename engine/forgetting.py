@@ -1,0 +1,402 @@
+"""Forgetting: one operation that takes an event, a word-photo or a fact out of every layer
+(REST `POST /v1/forget`, the `forget` tool, `pps forget`, the memories and timeline
+pages), and answers with a receipt of what went from where. The same path serves the
+versions an edit supersedes and the messages a client deletes (a capture listener).
+
+For an event (every version of its message: the original, its edits, the deletions
+naming it):
+- layer 1 keeps tombstones: the rows stay (who said it, where, when, what an edit or a
+  deletion names), their text and metadata emptied (engine.capture.versions.blank); the
+  `forgotten` table says who asked, when and why, with the receipt. Never the text;
+- layer 2: its search rows and vectors (engine.search.turns.forget);
+- layer 3: every episode holding it is withdrawn; the graph removes it with the facts only
+  it supported (a `graph_forget` job: the graph may be down, and it is retried until it is
+  done), and the episode's other turns are extracted again as an episode of their own
+  (engine.graph.episodes.withdraw);
+- layer 4: summaries covering it are deleted, their other turns unsummarized again, and a
+  summary is written anew at once when an LLM is configured (else by the agent's
+  summarize_messages); crystals, word-photos and memory files that quote it
+  (engine.kernel.quotes: the text whole, or six of its words in a row) have each quote
+  replaced by `[forgotten]`;
+- the recall log: items that came from it or quote it are blanked, and contexts that
+  quote it have the quote replaced.
+A word-photo is deleted (file and index) and its recall log copies blanked; a fact is
+deleted from the graph (503 while the graph is down) and its copies blanked: its events
+stay, so a replay of the graph may extract it again; forget the events to forget it for
+good. Backups and exports taken before a forget keep what they held (docs/backup.md).
+
+`check` (part of `pps check`) verifies, for each tombstone of an event, that no layer holds
+it any more: no text in layer 1, no search row, no episode, no summary, no recall log copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from engine.capture import versions
+from engine.crystal import summaries, summarize
+from engine.graph import episodes, texture
+from engine.kernel import timestamps
+from engine.kernel.errors import InputError, NotFound
+from engine.kernel.patterns import EVENT_UID_PATTERN
+from engine.kernel.quotes import Quotes
+from engine.kernel.requests import Request
+from engine.recall import log
+from engine.search import anchors, homes, turns
+from engine.search.index import Index
+from engine.store import queue
+from engine.store.check import Findings
+from engine.store.db import Database
+
+SCRUBBED = ("events_fts", "search_fts", "summaries_fts")
+"""The full-text indexes a forgotten event's words were in (engine.store.db.scrub)."""
+SCRUB_JOB = "scrub"
+"""A `scrub` of the database, queued by what forgets inside another's transaction."""
+
+Kind = Literal["event", "word_photo", "fact"]
+Layer = Literal["raw", "search", "graph", "summaries", "files", "word_photos", "recall_log"]
+
+
+class ForgetRequest(Request):
+    """What to forget: exactly one of an event, a word-photo or a fact."""
+
+    event_uid: str | None = Field(
+        None, pattern=EVENT_UID_PATTERN, description="An event (every version of its message)."
+    )
+    word_photo: str | None = Field(
+        None, min_length=1, max_length=255, description="A word-photo's file name."
+    )
+    fact: str | None = Field(
+        None, min_length=1, max_length=64, description="A fact's uuid (texture_search's)."
+    )
+    why: str | None = Field(
+        None, max_length=500, description="Kept in the tombstone (never the text forgotten)."
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> ForgetRequest:
+        given = [n for n in ("event_uid", "word_photo", "fact") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of event_uid, word_photo and fact")
+        return self
+
+
+class Removed(BaseModel):
+    layer: Layer
+    count: int = Field(description="How many rows, files or items went from the layer.")
+    detail: str
+
+
+class Receipt(BaseModel):
+    id: int = Field(description="The tombstone's id.")
+    forgotten: Kind
+    ref: str = Field(description="The event's uid, the fact's uuid, or the word-photo's hash.")
+    at: str
+    why: str | None
+    asked_by: str
+    removed: list[Removed]
+    pending: list[str] = Field(
+        default_factory=list, description="What is still being done, in the background."
+    )
+
+
+class Tombstones(BaseModel):
+    tombstones: list[Receipt]
+
+
+def forget(index: Index, graph, entity: str, ask: ForgetRequest, asked_by: str) -> Receipt:
+    """Forget what `ask` names from every layer of the entity (`graph`: the Graph, or
+    None when none is configured); the receipt says what went from where. An event,
+    word-photo or fact the entity does not have is NotFound."""
+    if ask.event_uid is not None:
+        return _forget_event(index, entity, ask.event_uid, ask.why, asked_by)
+    if ask.word_photo is not None:
+        return _forget_word_photo(index, entity, ask.word_photo, ask.why, asked_by)
+    assert ask.fact is not None
+    return _forget_fact(index.db, graph, entity, ask.fact, ask.why, asked_by)
+
+
+def _forget_event(index: Index, entity: str, uid: str, why: str | None, asked_by: str) -> Receipt:
+    db = index.db
+    ids = versions.versions_of(db.conn, entity, uid)
+    if not ids:
+        raise NotFound(f"no event {uid!r}", "event_uid")
+    said = _texts(db.conn, entity, ids)
+    files = _unquote_files(index, entity, said)
+    with db.write() as conn:
+        removed, pending = _withdraw(conn, entity, ids, said, blank=True)
+        if _count(removed, "summaries") and index.settings.llm_provider != "none":
+            queue.enqueue(conn, entity, summarize.JOB_KIND, f"rewrite:{timestamps.now()}", {})
+            pending.append("summaries: written again by the LLM (queued)")
+        original = _messages(conn, entity, ids)[0]
+        receipt = _tombstone(
+            conn, entity, "event", original, why, asked_by, [*removed, files], pending
+        )
+    if not db.scrub(SCRUBBED):
+        receipt.pending.append("database: a reader held old pages; they are written over in use")
+    return receipt
+
+
+def superseded(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
+    """A capture listener (after `versions.supersede`, in the batch's transaction): the
+    versions an edit replaced leave search, the graph and the summaries; a message a
+    client deleted is forgotten, as `forget` would (its tombstone names the channel that
+    deleted it)."""
+    gone = versions.supersede(conn, entity, event_ids)
+    if not gone:
+        return
+    deleted = [
+        row[0]
+        for row in conn.execute(
+            "SELECT id FROM events WHERE entity = ? AND deleted_at IS NOT NULL"
+            " AND id IN (SELECT value FROM json_each(?))",
+            (entity, json.dumps(gone)),
+        )
+    ]
+    edited = [i for i in gone if i not in deleted]
+    if edited:
+        _withdraw(conn, entity, edited, _texts(conn, entity, edited), blank=False)
+    for original in _messages(conn, entity, deleted):
+        ids = versions.versions_of(conn, entity, original)
+        removed, pending = _withdraw(conn, entity, ids, _texts(conn, entity, ids), blank=True)
+        channel = conn.execute(
+            "SELECT channel FROM events WHERE entity = ? AND event_type = 'delete'"
+            " AND json_extract(metadata, '$.deletes') = ? ORDER BY id LIMIT 1",
+            (entity, original),
+        ).fetchone()
+        by = channel[0] if channel else "capture"
+        _tombstone(conn, entity, "event", original, f"deleted in {by}", by, removed, pending)
+        queue.enqueue(conn, entity, SCRUB_JOB, f"{original}:{timestamps.now()}", {})
+
+
+def _withdraw(
+    conn: sqlite3.Connection, entity: str, ids: list[int], said: list[str], *, blank: bool
+) -> tuple[list[Removed], list[str]]:
+    """Take these events out of every layer in the caller's transaction (with `blank`
+    their text too, and the recall log's copies): what went from each layer, and what
+    goes on in the background. `said`: their texts, to find where they are quoted."""
+    uids = {
+        row[0]
+        for row in conn.execute(
+            "SELECT event_uid FROM events WHERE entity = ? AND id IN (SELECT value FROM"
+            " json_each(?))",
+            (entity, json.dumps(ids)),
+        )
+    }
+    if blank:
+        versions.blank(conn, entity, ids, timestamps.now())
+    rows = turns.forget(conn, entity, ids, said)
+    graph = episodes.withdraw(conn, entity, ids)
+    gone_summaries = summaries.withdraw(conn, entity, ids)
+    blanked = 0
+    if blank:  # an edit leaves the recall log as it was: what was recalled then, was
+        gone = log.Gone(uids, set(ids), summaries=set(gone_summaries), quotes=Quotes(said))
+        blanked = log.blank(conn, entity, gone)
+    pending = []
+    if graph.removing:
+        pending.append(f"graph: {len(graph.removing)} episode(s) being removed (graph_forget)")
+    if graph.again:
+        pending.append(f"graph: {len(graph.again)} episode(s) of the other turns extracted anew")
+    removed = [
+        Removed(
+            layer="raw",
+            count=len(ids) if blank else 0,
+            detail="versions kept as tombstones, their text emptied",
+        ),
+        Removed(layer="search", count=rows, detail="search rows and their vectors"),
+        Removed(
+            layer="graph",
+            count=len(graph.episodes) + graph.pending,
+            detail="episodes holding it withdrawn, and turns waiting for a window",
+        ),
+        Removed(
+            layer="summaries",
+            count=len(gone_summaries),
+            detail="summaries covering it deleted; their other turns unsummarized again",
+        ),
+        Removed(layer="recall_log", count=blanked, detail="entries with a copy blanked"),
+    ]
+    return removed, pending
+
+
+def _count(removed: list[Removed], layer: Layer) -> int:
+    return sum(r.count for r in removed if r.layer == layer)
+
+
+def _forget_word_photo(
+    index: Index, entity: str, name: str, why: str | None, asked_by: str
+) -> Receipt:
+    _, text = anchors.get(index, entity, name)
+    deleted = anchors.delete(index, entity, name).deleted
+    relative = f"{homes.WORD_PHOTOS}/{deleted}"
+    with index.db.write() as conn:
+        blanked = log.blank(conn, entity, log.Gone(paths={relative}, quotes=Quotes([text])))
+        removed = [
+            Removed(layer="word_photos", count=1, detail="the file and its search rows"),
+            Removed(layer="recall_log", count=blanked, detail="entries with a copy blanked"),
+        ]
+        ref = "sha256:" + hashlib.sha256(deleted.encode()).hexdigest()[:16]
+        return _tombstone(conn, entity, "word_photo", ref, why, asked_by, removed)
+
+
+def _forget_fact(
+    db: Database, graph, entity: str, uuid: str, why: str | None, asked_by: str
+) -> Receipt:
+    deleted = texture.delete(graph, db, entity, uuid)
+    if deleted.deleted != "fact":
+        raise InputError.of("fact", f"{uuid!r} is an {deleted.deleted}, not a fact: it is deleted")
+    with db.write() as conn:
+        blanked = log.blank(conn, entity, log.Gone(facts={uuid}))
+        removed = [
+            Removed(layer="graph", count=1, detail="the fact; the events it came from stay"),
+            Removed(layer="recall_log", count=blanked, detail="entries with a copy blanked"),
+        ]
+        return _tombstone(conn, entity, "fact", uuid, why, asked_by, removed)
+
+
+def _tombstone(
+    conn: sqlite3.Connection,
+    entity: str,
+    kind: Kind,
+    ref: str,
+    why: str | None,
+    asked_by: str,
+    removed: list[Removed],
+    pending: list[str] | None = None,
+) -> Receipt:
+    """Keep the tombstone, with its receipt (in the caller's transaction)."""
+    at = timestamps.now()
+    (number,) = conn.execute(
+        "INSERT INTO forgotten (entity, kind, ref, why, asked_by, at, receipt)"
+        " VALUES (?, ?, ?, ?, ?, ?, '{}') RETURNING id",
+        (entity, kind, ref, why, asked_by, at),
+    ).fetchone()
+    receipt = Receipt(
+        id=number,
+        forgotten=kind,
+        ref=ref,
+        at=at,
+        why=why,
+        asked_by=asked_by,
+        removed=removed,
+        pending=pending or [],
+    )
+    conn.execute(
+        "UPDATE forgotten SET receipt = ? WHERE id = ?", (receipt.model_dump_json(), number)
+    )
+    return receipt
+
+
+def tombstones(db: Database, entity: str, limit: int = 100) -> Tombstones:
+    """The entity's tombstones, newest first, each with its receipt."""
+    rows = db.conn.execute(
+        "SELECT receipt FROM forgotten WHERE entity = ? ORDER BY id DESC LIMIT ?",
+        (entity, limit),
+    )
+    return Tombstones(tombstones=[Receipt.model_validate_json(receipt) for (receipt,) in rows])
+
+
+# --- the texts forgotten, and where they are quoted ---
+
+
+def _texts(conn: sqlite3.Connection, entity: str, ids: list[int]) -> list[str]:
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT content FROM events WHERE entity = ? AND id IN (SELECT value FROM"
+            " json_each(?)) AND content != ''",
+            (entity, json.dumps(ids)),
+        )
+    ]
+
+
+def _unquote_files(index: Index, entity: str, said: list[str]) -> Removed:
+    """Cut the quotes of the forgotten texts out of the entity's crystals, word-photos and
+    memory files (the index reads the changed files again)."""
+    quotes = Quotes(said)
+    changed = 0
+    home = index.home(entity)
+    indexed = [source.path for source, _ in home.sources()] if quotes else []
+    crystals = home.root / "crystals"
+    kept = [p.relative_to(home.root).as_posix() for p in crystals.rglob("*.md")] if quotes else []
+    for relative in [*indexed, *sorted(kept)]:
+        try:
+            text = home.path(relative).read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if quotes.found_in(text):
+            homes.replace_file(home, relative, quotes.cut(text))
+            if relative in indexed:
+                index.sync_file(entity, relative)
+            changed += 1
+    return Removed(layer="files", count=changed, detail="crystals and memory files quoting it")
+
+
+def _messages(conn: sqlite3.Connection, entity: str, ids: list[int]) -> list[str]:
+    """The uids of the messages (originals) these events are versions of."""
+    rows = conn.execute(
+        "SELECT DISTINCT coalesce(json_extract(metadata, '$.replaces'),"
+        " json_extract(metadata, '$.deletes'), event_uid) FROM events"
+        " WHERE entity = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
+        (entity, json.dumps(ids)),
+    )
+    return [row[0] for row in rows]
+
+
+# --- pps check ---
+
+
+_HELD = {
+    "raw": "SELECT count(*) FROM events WHERE entity = ? AND content != ''"
+    " AND id IN (SELECT value FROM json_each(?))",
+    "search": "SELECT count(*) FROM search_chunks WHERE entity = ?"
+    " AND event_id IN (SELECT value FROM json_each(?))",
+    "graph": "SELECT count(*) FROM episodes ep JOIN episode_events ee"
+    " ON ee.episode_uuid = ep.uuid WHERE ep.entity = ? AND ep.deleted_at IS NULL"
+    " AND ee.event_id IN (SELECT value FROM json_each(?))",
+    "summaries": "SELECT count(*) FROM summaries s JOIN events e ON e.entity = s.entity"
+    " AND e.id BETWEEN s.start_id AND s.end_id WHERE s.entity = ?"
+    " AND e.id IN (SELECT value FROM json_each(?)) AND (s.channels IS NULL"
+    " OR e.channel IN (SELECT value FROM json_each(s.channels)))",
+}
+"""Where a forgotten event could still be held: each query counts its copies."""
+
+
+def check(findings: Findings, db: Database) -> None:
+    """`pps check`'s part: for each event the entity forgot, no layer holds it any more
+    (layer 1 holds no text of it, search no row, the graph no episode, no summary covers
+    it). The recall log is blanked by the same transaction as layer 1."""
+    entity = findings.entity
+    held: dict[str, list[str]] = {layer: [] for layer in _HELD}
+    refs = db.conn.execute(
+        "SELECT DISTINCT ref FROM forgotten WHERE entity = ? AND kind = 'event'", (entity,)
+    ).fetchall()
+    findings.counts["forgotten"] = len(refs)
+    for (ref,) in refs:
+        wanted = json.dumps(versions.versions_of(db.conn, entity, ref))
+        for layer, sql in _HELD.items():
+            if db.conn.execute(sql, (entity, wanted)).fetchone()[0]:
+                held[layer].append(ref)
+    for layer, refs_held in held.items():
+        findings.problem(
+            "forgotten",
+            f"forgotten_in_{layer}",
+            refs_held,
+            f"forgotten events still held by {layer}",
+            f"pps forget --entity {entity} --event <uid> (again)",
+            safe=False,
+        )
+
+
+def scrub_handler(db: Database):
+    """The `scrub` job: old copies of a forgotten message out of the database's files."""
+
+    def handle(job: queue.Job) -> None:
+        db.scrub(SCRUBBED)
+
+    return handle

@@ -1,0 +1,26 @@
+"""Forgetting over REST: /v1/forget (engine.forgetting)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from engine import forgetting
+from engine.forgetting import ForgetRequest, Receipt, Tombstones
+from pps.http.deps import AppRuntime, CurrentEntity
+from pps.rest.statuses import problems
+
+router = APIRouter(prefix="/v1/forget", tags=["forget"])
+
+
+@router.post(
+    "",
+    summary="Forget an event, a word-photo or a fact from every layer; answers with a receipt",
+    responses=problems(404, 503),
+)
+def forget(body: ForgetRequest, entity: CurrentEntity, runtime: AppRuntime) -> Receipt:
+    return forgetting.forget(runtime.index, runtime.graph, entity, body, "rest")
+
+
+@router.get("", summary="What this entity forgot: its tombstones, newest first")
+def tombstones(entity: CurrentEntity, runtime: AppRuntime) -> Tombstones:
+    return forgetting.tombstones(runtime.db, entity)
