@@ -16,6 +16,7 @@ from mcp_client import call, session
 
 from tests.conftest import AppServer, connect, create_entity, wait_for
 from tests.test_graph_http import llm_settings
+from tests.test_ui import UI
 
 SECRET = "the spare key is under the third blue flowerpot"
 
@@ -196,6 +197,30 @@ def test_a_message_deleted_in_its_client_is_forgotten_and_an_edit_leaves_the_sum
         turns = api.get("/v1/turns/around", params={"timestamp": "2100-01-01T00:00:00Z"})
         assert [t["content"] for t in turns.json()["events"]] == ["the robe is green"]
         assert api.get("/v1/check").json()["entities"][0]["problems"] == []
+
+
+def test_the_pages_forget_an_event_and_a_word_photo_with_the_receipt(server):
+    token = create_entity(server.data_dir, "ivy")
+    page = UI(server, token)
+    assert page.sign_in().status_code == 303
+    with connect(server, token) as api:
+        (uid,) = _say(api, f"ivy: {SECRET}")
+        saved = api.post("/v1/anchors", json={"title": "Pots", "content": SECRET}).json()
+    around = page.get("/ui/around", params={"uid": uid}).text
+    assert 'action="/ui/forget"' in around and f'value="{uid}"' in around
+    assert page.post("/ui/forget", {"event_uid": uid}, csrf=False).status_code == 403
+    shown = page.post("/ui/forget", {"event_uid": uid, "why": "too private"})
+    assert shown.status_code == 200, shown.text
+    assert 'id="receipt"' in shown.text and '<td data-count="raw">1</td>' in shown.text
+    assert "too private" in shown.text and "flowerpot" not in shown.text
+    opened = page.get("/ui/memories", params={"path": saved["path"]}).text
+    assert 'name="word_photo"' in opened
+    gone = page.post("/ui/forget", {"word_photo": saved["name"]})
+    assert '<td data-count="word_photos">1</td>' in gone.text
+    assert page.post("/ui/forget", {"word_photo": saved["name"]}).status_code == 404
+    with connect(server, token) as api:
+        assert SECRET not in _everything(api)
+        assert [t["asked_by"] for t in api.get("/v1/forget").json()["tombstones"]] == ["web"] * 2
 
 
 # --- the graph: facts only the forgotten event supported go; the others stay ---

@@ -3,9 +3,11 @@ crystals and inventory, each with a preview, its kind, date and tags; filters by
 tag and date; a search by the hybrid search /v1/search uses (over what the index holds:
 word-photos, fragments and memory files); one memory opened, rendered as markdown
 (pps.web.markup), with edit and delete where its layer has them (a word-photo is
-rewritten or deleted, an item deleted, the newest crystal taken back; fragments and
-memory files are read-only here). The shared stores page: the stores the entity is a
-member of, their members, counts by writer and each memory with who wrote it."""
+rewritten, deleted or forgotten from every layer, an item deleted, the newest crystal
+taken back; fragments and memory files are read-only here). Forgetting answers with its
+receipt, for an event too (the around page's button). The shared stores page: the
+stores the entity is a member of, their members, counts by writer and each memory with
+who wrote it."""
 
 from __future__ import annotations
 
@@ -17,15 +19,17 @@ from urllib.parse import urlencode
 from fastapi import Form, Request
 from fastapi.responses import RedirectResponse, Response
 
+from engine import forgetting
 from engine.contracts import shared_memory, stores
 from engine.crystal import crystals
+from engine.forgetting import ForgetRequest
 from engine.inventory import items as inventory
 from engine.inventory.items import ItemQuery, ItemRef
 from engine.kernel.errors import InputError, NotFound
 from engine.search import anchors, chunks, homes
 from engine.search import hybrid as search
 from engine.search.hybrid import SearchRequest
-from pps.http.deps import DB, AppSettings, SearchIndex
+from pps.http.deps import DB, AppRuntime, AppSettings, SearchIndex
 from pps.web import guard
 from pps.web.forms import page_form
 from pps.web.guard import SignedIn, Write
@@ -55,7 +59,9 @@ router = page_router()
 
 if TYPE_CHECKING:  # a form model is made at run time: to the checker, the model it reads
     ItemRefForm: TypeAlias = ItemRef
+    ForgetForm: TypeAlias = ForgetRequest
 else:
+    ForgetForm = page_form(ForgetRequest, "event_uid", "word_photo", "why")
     ItemRefForm = page_form(ItemRef, "name", "category")
 
 
@@ -289,6 +295,16 @@ def anchor_delete(
 ) -> Response:
     anchors.delete(index, session.entity, name)
     return _back("deleted")
+
+
+@router.post("/forget")
+def forget(
+    request: Request, session: Write, runtime: AppRuntime, ask: Annotated[ForgetForm, Form()]
+) -> Response:
+    """Forget an event (from the around page) or a word-photo (from this page) from every
+    layer, as POST /v1/forget; the answer is the receipt."""
+    receipt = forgetting.forget(runtime.index, runtime.graph, session.entity, ask, "web")
+    return render(request, "forgotten.html", active="memories", receipt=receipt)
 
 
 @router.post("/memories/inventory/delete")
