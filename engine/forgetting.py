@@ -32,11 +32,10 @@ it any more: no text in layer 1, no search row, no episode, no summary, no recal
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.capture import versions
 from engine.crystal import summaries, summarize
@@ -62,8 +61,19 @@ Kind = Literal["event", "word_photo", "fact"]
 Layer = Literal["raw", "search", "graph", "summaries", "files", "word_photos", "recall_log"]
 
 
+_NAMED = ("event_uid", "word_photo", "fact")
+
+
 class ForgetRequest(Request):
     """What to forget: exactly one of an event, a word-photo or a fact."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": [name], "properties": {name: {"type": "string"}}} for name in _NAMED
+            ]
+        }
+    )
 
     event_uid: str | None = Field(
         None, pattern=EVENT_UID_PATTERN, description="An event (every version of its message)."
@@ -80,7 +90,7 @@ class ForgetRequest(Request):
 
     @model_validator(mode="after")
     def _one(self) -> ForgetRequest:
-        given = [n for n in ("event_uid", "word_photo", "fact") if getattr(self, n) is not None]
+        given = [name for name in _NAMED if getattr(self, name) is not None]
         if len(given) != 1:
             raise ValueError("give exactly one of event_uid, word_photo and fact")
         return self
@@ -126,14 +136,14 @@ def _forget_event(index: Index, entity: str, uid: str, why: str | None, asked_by
     ids = versions.versions_of(db.conn, entity, uid)
     if not ids:
         raise NotFound(f"no event {uid!r}", "event_uid")
-    said = _texts(db.conn, entity, ids)
+    said = versions.texts(db.conn, entity, ids)
     files = _unquote_files(index, entity, said)
     with db.write() as conn:
         removed, pending = _withdraw(conn, entity, ids, said, blank=True)
         if _count(removed, "summaries") and index.settings.llm_provider != "none":
             queue.enqueue(conn, entity, summarize.JOB_KIND, f"rewrite:{timestamps.now()}", {})
             pending.append("summaries: written again by the LLM (queued)")
-        original = _messages(conn, entity, ids)[0]
+        original = versions.originals(conn, entity, ids)[0]
         receipt = _tombstone(
             conn, entity, "event", original, why, asked_by, [*removed, files], pending
         )
@@ -150,26 +160,15 @@ def superseded(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> N
     gone = versions.supersede(conn, entity, event_ids)
     if not gone:
         return
-    deleted = [
-        row[0]
-        for row in conn.execute(
-            "SELECT id FROM events WHERE entity = ? AND deleted_at IS NOT NULL"
-            " AND id IN (SELECT value FROM json_each(?))",
-            (entity, json.dumps(gone)),
-        )
-    ]
+    deleted = versions.deleted_among(conn, entity, gone)
     edited = [i for i in gone if i not in deleted]
     if edited:
-        _withdraw(conn, entity, edited, _texts(conn, entity, edited), blank=False)
-    for original in _messages(conn, entity, deleted):
+        _withdraw(conn, entity, edited, versions.texts(conn, entity, edited), blank=False)
+    for original in versions.originals(conn, entity, deleted):
         ids = versions.versions_of(conn, entity, original)
-        removed, pending = _withdraw(conn, entity, ids, _texts(conn, entity, ids), blank=True)
-        channel = conn.execute(
-            "SELECT channel FROM events WHERE entity = ? AND event_type = 'delete'"
-            " AND json_extract(metadata, '$.deletes') = ? ORDER BY id LIMIT 1",
-            (entity, original),
-        ).fetchone()
-        by = channel[0] if channel else "capture"
+        said = versions.texts(conn, entity, ids)
+        removed, pending = _withdraw(conn, entity, ids, said, blank=True)
+        by = versions.deleted_in(conn, entity, original) or "capture"
         _tombstone(conn, entity, "event", original, f"deleted in {by}", by, removed, pending)
         queue.enqueue(conn, entity, SCRUB_JOB, f"{original}:{timestamps.now()}", {})
 
@@ -180,26 +179,20 @@ def _withdraw(
     """Take these events out of every layer in the caller's transaction (with `blank`
     their text too, and the recall log's copies): what went from each layer, and what
     goes on in the background. `said`: their texts, to find where they are quoted."""
-    uids = {
-        row[0]
-        for row in conn.execute(
-            "SELECT event_uid FROM events WHERE entity = ? AND id IN (SELECT value FROM"
-            " json_each(?))",
-            (entity, json.dumps(ids)),
-        )
-    }
+    uids = versions.uids(conn, entity, ids)
+    placed = versions.placed(conn, entity, ids)
     if blank:
         versions.blank(conn, entity, ids, timestamps.now())
     rows = turns.forget(conn, entity, ids, said)
     graph = episodes.withdraw(conn, entity, ids)
-    gone_summaries = summaries.withdraw(conn, entity, ids)
+    gone_summaries = summaries.withdraw(conn, entity, placed)
     blanked = 0
     if blank:  # an edit leaves the recall log as it was: what was recalled then, was
         gone = log.Gone(uids, set(ids), summaries=set(gone_summaries), quotes=Quotes(said))
         blanked = log.blank(conn, entity, gone)
     pending = []
-    if graph.removing:
-        pending.append(f"graph: {len(graph.removing)} episode(s) being removed (graph_forget)")
+    if graph.episodes:
+        pending.append(f"graph: {len(graph.episodes)} episode(s) being removed (graph_forget)")
     if graph.again:
         pending.append(f"graph: {len(graph.again)} episode(s) of the other turns extracted anew")
     removed = [
@@ -304,17 +297,6 @@ def tombstones(db: Database, entity: str, limit: int = 100) -> Tombstones:
 # --- the texts forgotten, and where they are quoted ---
 
 
-def _texts(conn: sqlite3.Connection, entity: str, ids: list[int]) -> list[str]:
-    return [
-        row[0]
-        for row in conn.execute(
-            "SELECT content FROM events WHERE entity = ? AND id IN (SELECT value FROM"
-            " json_each(?)) AND content != ''",
-            (entity, json.dumps(ids)),
-        )
-    ]
-
-
 def _unquote_files(index: Index, entity: str, said: list[str]) -> Removed:
     """Cut the quotes of the forgotten texts out of the entity's crystals, word-photos and
     memory files (the index reads the changed files again)."""
@@ -337,60 +319,40 @@ def _unquote_files(index: Index, entity: str, said: list[str]) -> Removed:
     return Removed(layer="files", count=changed, detail="crystals and memory files quoting it")
 
 
-def _messages(conn: sqlite3.Connection, entity: str, ids: list[int]) -> list[str]:
-    """The uids of the messages (originals) these events are versions of."""
-    rows = conn.execute(
-        "SELECT DISTINCT coalesce(json_extract(metadata, '$.replaces'),"
-        " json_extract(metadata, '$.deletes'), event_uid) FROM events"
-        " WHERE entity = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
-        (entity, json.dumps(ids)),
-    )
-    return [row[0] for row in rows]
-
-
 # --- pps check ---
-
-
-_HELD = {
-    "raw": "SELECT count(*) FROM events WHERE entity = ? AND content != ''"
-    " AND id IN (SELECT value FROM json_each(?))",
-    "search": "SELECT count(*) FROM search_chunks WHERE entity = ?"
-    " AND event_id IN (SELECT value FROM json_each(?))",
-    "graph": "SELECT count(*) FROM episodes ep JOIN episode_events ee"
-    " ON ee.episode_uuid = ep.uuid WHERE ep.entity = ? AND ep.deleted_at IS NULL"
-    " AND ee.event_id IN (SELECT value FROM json_each(?))",
-    "summaries": "SELECT count(*) FROM summaries s JOIN events e ON e.entity = s.entity"
-    " AND e.id BETWEEN s.start_id AND s.end_id WHERE s.entity = ?"
-    " AND e.id IN (SELECT value FROM json_each(?)) AND (s.channels IS NULL"
-    " OR e.channel IN (SELECT value FROM json_each(s.channels)))",
-}
-"""Where a forgotten event could still be held: each query counts its copies."""
 
 
 def check(findings: Findings, db: Database) -> None:
     """`pps check`'s part: for each event the entity forgot, no layer holds it any more
     (layer 1 holds no text of it, search no row, the graph no episode, no summary covers
     it). The recall log is blanked by the same transaction as layer 1."""
-    entity = findings.entity
-    held: dict[str, list[str]] = {layer: [] for layer in _HELD}
-    refs = db.conn.execute(
-        "SELECT DISTINCT ref FROM forgotten WHERE entity = ? AND kind = 'event'", (entity,)
-    ).fetchall()
+    entity, conn = findings.entity, db.conn
+    refs = [row[0] for row in conn.execute(_REFS, (entity,))]
     findings.counts["forgotten"] = len(refs)
-    for (ref,) in refs:
-        wanted = json.dumps(versions.versions_of(db.conn, entity, ref))
-        for layer, sql in _HELD.items():
-            if db.conn.execute(sql, (entity, wanted)).fetchone()[0]:
+    held: dict[str, list[str]] = {"raw": [], "search": [], "graph": [], "summaries": []}
+    for ref in refs:
+        ids = versions.versions_of(conn, entity, ref)
+        counts = {
+            "raw": versions.with_text(conn, entity, ids),
+            "search": turns.rows_of(conn, entity, ids),
+            "graph": episodes.holding(conn, entity, ids),
+            "summaries": summaries.covering(conn, entity, versions.placed(conn, entity, ids)),
+        }
+        for layer, count in counts.items():
+            if count:
                 held[layer].append(ref)
-    for layer, refs_held in held.items():
+    for layer, still in held.items():
         findings.problem(
             "forgotten",
             f"forgotten_in_{layer}",
-            refs_held,
+            still,
             f"forgotten events still held by {layer}",
             f"pps forget --entity {entity} --event <uid> (again)",
             safe=False,
         )
+
+
+_REFS = "SELECT DISTINCT ref FROM forgotten WHERE entity = ? AND kind = 'event' ORDER BY ref"
 
 
 def scrub_handler(db: Database):

@@ -44,8 +44,7 @@ class Runtime:
         self.keeper = watch.Keeper(self.index)
         self.workers.add(turns.JOB_KIND, turns.handler(self.index))
         self.workers.add(FILE_EMBED_JOB, file_embed_handler(self.index))
-        # Layer 3: the graph backend, its episode sweeper, the graph_episode workers, and the
-        # graph_forget worker that removes what was forgotten.
+        # Layer 3: the graph backend, its episode sweeper, and the graph_episode workers.
         self.graph = None
         if settings.graph_backend != "none":
             from engine.graph.backend import Graph
@@ -57,9 +56,13 @@ class Runtime:
                 concurrency=settings.graph_concurrency,
                 ready=self.graph.started,  # its jobs wait in the queue while it starts
             )
-            self.workers.add(
-                episodes.FORGET_JOB, texture.forget_handler(self.graph), ready=self.graph.started
-            )
+
+        # What a forget withdrew from the graph leaves it (with no graph, there is none).
+        self.workers.add(
+            episodes.FORGET_JOB,
+            texture.forget_handler(self.graph),
+            ready=self.graph.started if self.graph is not None else None,
+        )
         # The graph curator on a schedule (PPS_GRAPH_CURATE_S; off by default: see
         # engine.graph.curator and docs/layers.md).
         self.curator = curator.scheduler(self.graph, db, settings)

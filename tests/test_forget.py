@@ -129,6 +129,21 @@ def test_the_database_file_holds_no_copy_once_forgotten(server):
     assert held == []
 
 
+def test_an_export_leaves_what_was_forgotten_out_and_imports(server, tmp_path):
+    token = create_entity(server.data_dir, "kit")
+    with connect(server, token) as api:
+        (uid,) = _say(api, f"kit: {SECRET}")
+        _say(api, "kit waters the ferns")
+        assert api.post("/v1/forget", json={"event_uid": uid}).status_code == 200
+    out = tmp_path / "kit-export"
+    server.pps("export", "--entity", "kit", str(out))
+    exported = (out / "events.jsonl").read_text()
+    assert "ferns" in exported and uid not in exported and "flowerpot" not in exported
+    server.pps("import", "export", str(out), "--entity", "kit-copy")
+    copied = server.db.conn.execute("SELECT content FROM events WHERE entity = 'kit-copy'")
+    assert [row[0] for row in copied] == ["kit waters the ferns"]
+
+
 def test_a_word_photo_and_bad_requests(server):
     token = create_entity(server.data_dir, "cyd")
     with connect(server, token) as api:

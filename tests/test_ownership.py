@@ -39,6 +39,7 @@ OWNERS = {
     "engine.contracts": {"shared_stores", "shared_members", "shared_memories"},
     "engine.recall": {"recall_log", "audit_judgments", "recall_used"},
     "engine.backup": {"backups"},
+    "engine.forgetting": {"forgotten"},
 }
 EVERY_TABLE = "engine.backup"  # it copies whole tables
 SQL = re.compile(r"\b(select|insert|update|delete|create|drop|alter|replace)\b", re.I)

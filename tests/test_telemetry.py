@@ -124,6 +124,7 @@ def commands(tmp: Path) -> list[tuple[list[str], str | None, int]]:
         (["shared", "remove", "household", "lyra"], None, 0),
         (["shared", "delete", "household", "--yes"], None, 0),
         (["check"], None, None),
+        (["forget", "--entity", "lyra", "--event", "no-such-event"], None, 1),
         (["reindex", "--entity", "lyra"], None, None),
         (["queue"], None, 0),
         (["queue", "retry", "--entity", "lyra"], None, 0),

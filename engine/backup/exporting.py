@@ -108,7 +108,8 @@ def export(settings: Settings, entity: str, out: Path, version: str = "unknown")
         "schema_version": schema_version,
         "counts": {name: counts.get(name, 0) for name in _COUNTS},
         "files": {
-            EVENTS: "one event a line, in the order stored (oldest first), every field",
+            EVENTS: "one event a line, in the order stored (oldest first), every field;"
+            " forgotten events are left out",
             SUMMARIES: "one summary a line; start_uid and end_uid name its range's ends",
             INVENTORY: "kind space, then item, then current_space (where the entity is)",
             HOME: "the home's files as they are (word-photos, fragments, memory, crystals)",
@@ -169,7 +170,8 @@ def _dumps(value: dict) -> str:
 def _event_lines(conn, entity: str) -> Iterator[str]:
     rows = conn.execute(
         "SELECT event_uid, created_at, received_at, channel, event_type, session_id, author,"
-        " role, content, metadata FROM events WHERE entity = ? ORDER BY id",
+        " role, content, metadata FROM events WHERE entity = ?"
+        " AND json_extract(metadata, '$.forgotten') IS NULL ORDER BY id",
         (entity,),
     )
     for row in rows:
@@ -292,3 +294,6 @@ NOT_EXPORTED.update(
         " sends a transcript again from where the service has it)",
     }
 )
+
+# Asked by forgetting: what was forgotten is not exported, nor are its tombstones.
+NOT_EXPORTED["forgotten"] = "this service's tombstones: an export leaves forgotten events out"

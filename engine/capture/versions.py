@@ -121,3 +121,87 @@ def blank(conn: sqlite3.Connection, entity: str, ids: list[int], at: str) -> lis
         (at, at, entity, wanted),
     )
     return current
+
+
+# Asked by forgetting (engine.forgetting): what it needs to know of the events it forgets.
+
+
+def _among(ids: list[int]) -> str:
+    return json.dumps(ids)
+
+
+def texts(conn: sqlite3.Connection, entity: str, ids: list[int]) -> list[str]:
+    """The text of each of these events that still has one."""
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT content FROM events WHERE entity = ? AND id IN (SELECT value FROM"
+            " json_each(?)) AND content != '' ORDER BY id",
+            (entity, _among(ids)),
+        )
+    ]
+
+
+def uids(conn: sqlite3.Connection, entity: str, ids: list[int]) -> set[str]:
+    return {
+        row[0]
+        for row in conn.execute(
+            "SELECT event_uid FROM events WHERE entity = ? AND id IN (SELECT value FROM"
+            " json_each(?))",
+            (entity, _among(ids)),
+        )
+    }
+
+
+def placed(conn: sqlite3.Connection, entity: str, ids: list[int]) -> list[tuple[int, str]]:
+    """(id, channel) of each of these events: what says which summaries cover them."""
+    return [
+        (row[0], row[1])
+        for row in conn.execute(
+            "SELECT id, channel FROM events WHERE entity = ? AND id IN (SELECT value FROM"
+            " json_each(?)) ORDER BY id",
+            (entity, _among(ids)),
+        )
+    ]
+
+
+def originals(conn: sqlite3.Connection, entity: str, ids: list[int]) -> list[str]:
+    """The uids of the messages these events are versions of, in the order stored."""
+    rows = conn.execute(
+        "SELECT CASE WHEN event_type IN ('edit', 'delete')"
+        f" THEN coalesce({_NAMING}, event_uid) ELSE event_uid END FROM events"
+        " WHERE entity = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
+        (entity, _among(ids)),
+    )
+    return list(dict.fromkeys(row[0] for row in rows))
+
+
+def deleted_among(conn: sqlite3.Connection, entity: str, ids: list[int]) -> list[int]:
+    """Which of these events are deleted (or forgotten)."""
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT id FROM events WHERE entity = ? AND deleted_at IS NOT NULL"
+            " AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (entity, _among(ids)),
+        )
+    ]
+
+
+def deleted_in(conn: sqlite3.Connection, entity: str, original: str) -> str | None:
+    """The channel of the first deletion of the message `original`, if one was stored."""
+    row = conn.execute(
+        "SELECT channel FROM events WHERE entity = ? AND event_type = 'delete'"
+        " AND json_extract(metadata, '$.deletes') = ? ORDER BY id LIMIT 1",
+        (entity, original),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def with_text(conn: sqlite3.Connection, entity: str, ids: list[int]) -> int:
+    """How many of these events still hold text (a forgotten one holds none)."""
+    return conn.execute(
+        "SELECT count(*) FROM events WHERE entity = ? AND content != ''"
+        " AND id IN (SELECT value FROM json_each(?))",
+        (entity, _among(ids)),
+    ).fetchone()[0]

@@ -203,19 +203,30 @@ def store(
     return Summary.from_row(row)
 
 
-def withdraw(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> list[int]:
-    """Delete the entity's summaries that cover any of these events (inside the caller's
-    transaction): what they said of a forgotten or edited turn goes with them, and their
-    other turns are unsummarized again, for the next summary to cover (by itself with an
-    LLM, else by the agent's summarize_messages). Returns their ids."""
+_COVERING = (
+    "FROM summaries s WHERE s.entity = ? AND EXISTS (SELECT 1 FROM json_each(?) x"
+    " WHERE json_extract(x.value, '$[0]') BETWEEN s.start_id AND s.end_id"
+    " AND (s.channels IS NULL"
+    " OR json_extract(x.value, '$[1]') IN (SELECT value FROM json_each(s.channels))))"
+)
+"""The entity's summaries covering any of the events given as JSON [[id, channel], ...]."""
+
+
+def covering(conn: sqlite3.Connection, entity: str, events: list[tuple[int, str]]) -> int:
+    """How many of the entity's summaries cover any of these events (id, channel)."""
+    return conn.execute(f"SELECT count(*) {_COVERING}", (entity, json.dumps(events))).fetchone()[0]
+
+
+def withdraw(conn: sqlite3.Connection, entity: str, events: list[tuple[int, str]]) -> list[int]:
+    """Delete the entity's summaries that cover any of these events (id, channel), inside
+    the caller's transaction: what they said of a forgotten or edited turn goes with them,
+    and their other turns are unsummarized again, for the next summary to cover (by
+    itself with an LLM, else by the agent's summarize_messages). Returns their ids."""
     return [
         row[0]
         for row in conn.execute(
-            "DELETE FROM summaries AS s WHERE s.entity = ? AND EXISTS (SELECT 1 FROM events e"
-            " WHERE e.id IN (SELECT value FROM json_each(?)) AND e.entity = s.entity"
-            " AND e.id BETWEEN s.start_id AND s.end_id AND (s.channels IS NULL"
-            " OR e.channel IN (SELECT value FROM json_each(s.channels)))) RETURNING id",
-            (entity, json.dumps(event_ids)),
+            f"DELETE FROM summaries WHERE id IN (SELECT s.id {_COVERING}) RETURNING id",
+            (entity, json.dumps(events)),
         )
     ]
 

@@ -270,12 +270,11 @@ def load(db: Database, uuid: str, max_chars: int) -> Episode | None:
 
 @dataclass
 class Withdrawn:
-    """What `withdraw` did: the episodes taken out (`removing`: those the graph holds or
-    may hold, each with a `graph_forget` job), and the episodes made again of what they
-    had besides (each queued to be extracted)."""
+    """What `withdraw` did: the episodes taken out (each with a `graph_forget` job), the
+    episodes made again of what they had besides (each queued to be extracted), and how
+    many turns left a window still open."""
 
     episodes: list[str] = field(default_factory=list)
-    removing: list[str] = field(default_factory=list)
     again: list[str] = field(default_factory=list)
     pending: int = 0
 
@@ -283,10 +282,10 @@ class Withdrawn:
 def withdraw(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> Withdrawn:
     """Take these events out of layer 3 (inside the caller's transaction): out of the
     windows still open; every episode holding one is marked deleted (its job, if it has
-    not run, then adds nothing), and one the graph holds or is adding gets a
-    `graph_forget` job, which removes it with the facts only it supported. The rest of
-    its events, still current turns, make an episode again, extracted anew: the facts
-    they support come back with them, as facts of their own."""
+    not run, then adds nothing; if it is running, it takes out what it added) and gets a
+    `graph_forget` job, which removes it from the graph with the facts only it supported.
+    The rest of its events, still current turns, make an episode again, extracted anew:
+    the facts they support come back with them, as facts of their own."""
     done = Withdrawn()
     if not event_ids:
         return done
@@ -297,30 +296,30 @@ def withdraw(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> Wit
         (entity, wanted),
     ).rowcount
     held = conn.execute(
-        "SELECT DISTINCT ep.uuid, ep.session_key, ep.ingested_at,"
-        " EXISTS (SELECT 1 FROM jobs j WHERE j.entity = ep.entity AND j.kind = ?"
-        " AND json_extract(j.payload, '$.episode') = ep.uuid AND j.state = 'running')"
-        " AS running"
-        " FROM episodes ep JOIN episode_events ee ON ee.episode_uuid = ep.uuid"
+        "SELECT DISTINCT ep.uuid, ep.session_key FROM episodes ep"
+        " JOIN episode_events ee ON ee.episode_uuid = ep.uuid"
         " WHERE ep.entity = ? AND ep.deleted_at IS NULL"
         " AND ee.event_id IN (SELECT value FROM json_each(?)) ORDER BY ep.started_at, ep.uuid",
-        (JOB_KIND, entity, wanted),
+        (entity, wanted),
     ).fetchall()
     now = timestamps.now()
+    gone = set(event_ids)
     for episode in held:
         uuid = episode["uuid"]
         conn.execute("UPDATE episodes SET deleted_at = ? WHERE uuid = ?", (now, uuid))
         done.episodes.append(uuid)
-        if episode["ingested_at"] is not None or episode["running"]:
-            queue.enqueue(conn, entity, FORGET_JOB, f"{uuid}:{now}", {"episode": uuid})
-            done.removing.append(uuid)
-        rest = conn.execute(
-            "SELECT ee.event_id FROM episode_events ee JOIN events e ON e.id = ee.event_id"
-            " WHERE ee.episode_uuid = ? AND e.replaced_by IS NULL AND e.deleted_at IS NULL"
-            " AND ee.event_id NOT IN (SELECT value FROM json_each(?)) ORDER BY ee.position",
-            (uuid, wanted),
-        )
-        rows = capture.without_content(conn, entity, [row[0] for row in rest])
+        # Whether the graph holds it or not (a job may be adding it, or have added part
+        # of it before a crash), the removal finds out and takes what is there.
+        queue.enqueue(conn, entity, FORGET_JOB, f"{uuid}:{now}", {"episode": uuid})
+        rest = [
+            row[0]
+            for row in conn.execute(
+                "SELECT event_id FROM episode_events WHERE episode_uuid = ? ORDER BY position",
+                (uuid,),
+            )
+            if row[0] not in gone
+        ]
+        rows = [r for r in capture.without_content(conn, entity, rest) if r["current"]]
         if rows:
             turns = [
                 _Turn(
@@ -335,6 +334,16 @@ def withdraw(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> Wit
             ]
             done.again.append(_record(conn, entity, episode["session_key"], turns))
     return done
+
+
+def holding(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> int:
+    """How many episodes not withdrawn hold any of these events."""
+    return conn.execute(
+        "SELECT count(DISTINCT ep.uuid) FROM episodes ep JOIN episode_events ee"
+        " ON ee.episode_uuid = ep.uuid WHERE ep.entity = ? AND ep.deleted_at IS NULL"
+        " AND ee.event_id IN (SELECT value FROM json_each(?))",
+        (entity, json.dumps(event_ids)),
+    ).fetchone()[0]
 
 
 def _single_kind(row: sqlite3.Row) -> str | None:

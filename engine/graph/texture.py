@@ -426,11 +426,12 @@ def handler(graph, db: Database, settings: Settings):
 def forget_handler(graph):
     """The `graph_forget` job: remove a withdrawn episode from the graph, with the facts
     and entities only it supported (Graphiti's `remove_episode`; facts other episodes
-    support too stay). An episode the graph does not hold is done at once; a graph that
-    is down fails the job, and the queue tries again."""
+    support too stay). An episode the graph does not hold, or no graph configured, is
+    done at once; a graph that is down fails the job, and the queue tries again."""
 
     def handle(job: queue.Job) -> None:
-        graph.store.delete(job.entity, job.payload["episode"])
+        if graph is not None:
+            graph.store.delete(job.entity, job.payload["episode"])
 
     return handle
 

@@ -138,6 +138,15 @@ def handler(index: Index):
     return embed_events
 
 
+def rows_of(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> int:
+    """How many search rows these events have (a forgotten one has none)."""
+    return conn.execute(
+        "SELECT count(*) FROM search_chunks WHERE entity = ?"
+        " AND event_id IN (SELECT value FROM json_each(?))",
+        (entity, json.dumps(event_ids)),
+    ).fetchone()[0]
+
+
 def render(created_at: str, author: str | None, content: str) -> str:
     """A turn as it is ranked and embedded: `[8 May 2023] Caroline: text`."""
     moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
