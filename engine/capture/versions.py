@@ -200,8 +200,9 @@ def deleted_in(conn: sqlite3.Connection, entity: str, original: str) -> str | No
 
 def with_text(conn: sqlite3.Connection, entity: str, ids: list[int]) -> int:
     """How many of these events still hold text (a forgotten one holds none)."""
-    return conn.execute(
+    (count,) = conn.execute(
         "SELECT count(*) FROM events WHERE entity = ? AND content != ''"
         " AND id IN (SELECT value FROM json_each(?))",
         (entity, _among(ids)),
-    ).fetchone()[0]
+    ).fetchone()
+    return int(count)

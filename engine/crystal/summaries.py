@@ -214,7 +214,8 @@ _COVERING = (
 
 def covering(conn: sqlite3.Connection, entity: str, events: list[tuple[int, str]]) -> int:
     """How many of the entity's summaries cover any of these events (id, channel)."""
-    return conn.execute(f"SELECT count(*) {_COVERING}", (entity, json.dumps(events))).fetchone()[0]
+    (count,) = conn.execute(f"SELECT count(*) {_COVERING}", (entity, json.dumps(events))).fetchone()
+    return int(count)
 
 
 def withdraw(conn: sqlite3.Connection, entity: str, events: list[tuple[int, str]]) -> list[int]:

@@ -338,12 +338,13 @@ def withdraw(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> Wit
 
 def holding(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> int:
     """How many episodes not withdrawn hold any of these events."""
-    return conn.execute(
+    (count,) = conn.execute(
         "SELECT count(DISTINCT ep.uuid) FROM episodes ep JOIN episode_events ee"
         " ON ee.episode_uuid = ep.uuid WHERE ep.entity = ? AND ep.deleted_at IS NULL"
         " AND ee.event_id IN (SELECT value FROM json_each(?))",
         (entity, json.dumps(event_ids)),
-    ).fetchone()[0]
+    ).fetchone()
+    return int(count)
 
 
 def _single_kind(row: sqlite3.Row) -> str | None:

@@ -140,11 +140,12 @@ def handler(index: Index):
 
 def rows_of(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> int:
     """How many search rows these events have (a forgotten one has none)."""
-    return conn.execute(
+    (count,) = conn.execute(
         "SELECT count(*) FROM search_chunks WHERE entity = ?"
         " AND event_id IN (SELECT value FROM json_each(?))",
         (entity, json.dumps(event_ids)),
-    ).fetchone()[0]
+    ).fetchone()
+    return int(count)
 
 
 def render(created_at: str, author: str | None, content: str) -> str:
