@@ -38,7 +38,6 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from bench.hooks import new_connections
 from bench.load import WORDS, sentence
 from pps.process import ServerProcess, free_port
 
@@ -169,7 +168,9 @@ def hook_runner(project: Path, env: dict):
             return value
 
         headers = {k: expand(v) for k, v in hook.get("headers", {}).items()}
-        client = new_connections()
+        # A new connection for every request, closed after, as Claude Code makes for each
+        # hook; the client built once, as Claude Code's own process is.
+        client = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
 
         def run(prompt: str) -> None:
             client.post(

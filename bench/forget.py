@@ -5,15 +5,15 @@ a full recall log, on an idle machine and beside CPU-bound processes.
 Run: .venv/bin/python bench/forget.py [--sizes 10000,100000] [--log 10000] [--forgets 7]
      [--hogs N] [--dir D]
 
-Each size gets a fresh data dir filled as bench/backup.py fills it (events written straight
-into SQLite), every event given its search row (words; no vectors: the model is off),
-and `--log` recall log entries of ten items each (~300 characters an item, the shape
-engine.recall.log writes). Then `--forgets` events are forgotten one at a time, idle, and
-as many again beside `--hogs` CPU-bound processes (default: twice the cores). What a
-forget does at this size: the events' versions blanked, search rows dropped, the recall
-log read through for copies, the full-text indexes merged (the database `scrub`) and the
-WAL emptied. Prints the median and the slowest, idle and busy, and the ratio of the
-medians; asserts nothing.
+Each size gets a fresh data dir: N events written straight into SQLite, each a turn of
+LoCoMo's conversations (drawn again and again past their number), every event given its
+search row (words; no vectors: the model is off), and `--log` recall log entries of ten
+items each (three such turns an item, the shape engine.recall.log writes). Then
+`--forgets` events are forgotten one at a time, idle, and as many again beside `--hogs`
+CPU-bound processes (default: twice the cores). What a forget does at this size: the
+event's versions blanked, its search rows dropped, the recall log read through for
+copies, the full-text indexes merged (the database `scrub`) and the WAL emptied. Prints
+the median and the slowest, idle and busy, and the ratio of the medians; asserts nothing.
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ if __name__ == "__main__":
 from rich.console import Console
 from rich.table import Table
 
-from bench.backup import WORDS, fill
 from bench.busy import HOG
+from bench.search_scale import DATA, corpus
 from engine import forgetting
+from engine.capture import entities
 from engine.kernel import timestamps
 from engine.kernel.config import Settings
 from engine.search import turns
@@ -47,7 +48,32 @@ from engine.store.db import Database
 NO_MODEL = "no-such-org/no-such-model"
 
 
-def _recall_log(db: Database, entity: str, rows: int, rng: random.Random) -> None:
+def _prose() -> list[str]:
+    """Turns of real conversation: LoCoMo's (the benchmark data beside the repository)."""
+    *_, texts = corpus(DATA)
+    return texts
+
+
+def _fill(data: Path, size: int, prose: list[str], rng: random.Random) -> tuple[Settings, Database]:
+    settings = Settings(data_dir=data, graph_backend="none", embedding_model=NO_MODEL)
+    db = Database.open(settings)
+    entities.create(db, "lyra")
+    now = timestamps.now()
+    for start in range(0, size, 5000):
+        rows = [
+            ("lyra", f"lyra-{i}", "terminal", "message", "jeff", rng.choice(prose), now, now)
+            for i in range(start, min(start + 5000, size))
+        ]
+        with db.write() as conn:
+            conn.executemany(
+                "INSERT INTO events (entity, event_uid, channel, event_type, author, content,"
+                " created_at, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+    return settings, db
+
+
+def _recall_log(db: Database, rows: int, prose: list[str], rng: random.Random) -> None:
     now = timestamps.now()
     for start in range(0, rows, 1000):
         entries = []
@@ -56,14 +82,13 @@ def _recall_log(db: Database, entity: str, rows: int, rng: random.Random) -> Non
                 {
                     "layer": "turns",
                     "score": 0.5,
-                    "source": {"event_uid": f"{entity}-{rng.randrange(10**6)}"},
+                    "source": {"event_uid": f"lyra-{rng.randrange(10**6)}"},
                     "signals": None,
-                    "text": " ".join(rng.choice(WORDS) for _ in range(45)),
+                    "text": " ".join(rng.sample(prose, 3)),
                 }
                 for _ in range(10)
             ]
-            context = " ".join(rng.choice(WORDS) for _ in range(20))
-            entries.append((entity, context, 12.0, json.dumps(items), "{}", now))
+            entries.append(("lyra", rng.choice(prose), 12.0, json.dumps(items), "{}", now))
         with db.write() as conn:
             conn.executemany(
                 "INSERT INTO recall_log (entity, context, latency_ms, items, manifest,"
@@ -96,15 +121,13 @@ def main() -> None:
         table.add_column(column, justify="right")
     table.add_column("busy/idle", justify="right")
     rng = random.Random(11)
+    prose = _prose()
     with tempfile.TemporaryDirectory(dir=options.dir) as scratch:
         for size in [int(s) for s in options.sizes.split(",")]:
-            data = Path(scratch) / f"data-{size}"
-            fill(data, size, files=0)
-            settings = Settings(data_dir=data, graph_backend="none", embedding_model=NO_MODEL)
-            db = Database.open(settings)
+            settings, db = _fill(Path(scratch) / f"data-{size}", size, prose, rng)
             index = Index(settings, db)
             turns.backfill(index, "lyra")
-            _recall_log(db, "lyra", options.log, rng)
+            _recall_log(db, options.log, prose, rng)
             picked = rng.sample(range(size), 2 * options.forgets)
             uids = [f"lyra-{i}" for i in picked]
             idle = _forget(index, uids[: options.forgets])

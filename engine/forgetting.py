@@ -1,5 +1,5 @@
 """Forgetting: one operation that takes an event, a word-photo or a fact out of every layer
-(REST `POST /v1/forget`, the `forget` tool, `pps forget`, the memories and timeline
+(REST `POST /v1/forget`, the `forget` tool, `pps forget`, the memories and around
 pages), and answers with a receipt of what went from where. The same path serves the
 versions an edit supersedes and the messages a client deletes (a capture listener).
 
@@ -18,20 +18,21 @@ naming it):
   summarize_messages); crystals, word-photos and memory files that quote it
   (engine.kernel.quotes: the text whole, or six of its words in a row) have each quote
   replaced by `[forgotten]`;
-- the recall log: items that came from it or quote it are blanked, and contexts that
-  quote it have the quote replaced.
+- the recall log: items that came from it (or from a summary or file it left), or hold its
+  text, are blanked; contexts that hold it have it replaced.
 A word-photo is deleted (file and index) and its recall log copies blanked; a fact is
 deleted from the graph (503 while the graph is down) and its copies blanked: its events
 stay, so a replay of the graph may extract it again; forget the events to forget it for
 good. Backups and exports taken before a forget keep what they held (docs/backup.md).
 
 `check` (part of `pps check`) verifies, for each tombstone of an event, that no layer holds
-it any more: no text in layer 1, no search row, no episode, no summary, no recall log copy.
+it any more: no text in layer 1, no search row, no episode, no summary over it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 from typing import Literal
 
@@ -41,16 +42,18 @@ from engine.capture import versions
 from engine.crystal import summaries, summarize
 from engine.graph import episodes, texture
 from engine.kernel import timestamps
-from engine.kernel.errors import InputError, NotFound
+from engine.kernel.errors import NotFound
 from engine.kernel.patterns import EVENT_UID_PATTERN
 from engine.kernel.quotes import Quotes
 from engine.kernel.requests import Request
-from engine.recall import log
+from engine.recall import log as recall_log
 from engine.search import anchors, homes, turns
 from engine.search.index import Index
 from engine.store import queue
 from engine.store.check import Findings
 from engine.store.db import Database
+
+log = logging.getLogger("pps.forgetting")
 
 SCRUBBED = ("events_fts", "search_fts", "summaries_fts")
 """The full-text indexes a forgotten event's words were in (engine.store.db.scrub)."""
@@ -137,9 +140,9 @@ def _forget_event(index: Index, entity: str, uid: str, why: str | None, asked_by
     if not ids:
         raise NotFound(f"no event {uid!r}", "event_uid")
     said = versions.texts(db.conn, entity, ids)
-    files = _unquote_files(index, entity, said)
+    files, cut = _unquote_files(index, entity, said)
     with db.write() as conn:
-        removed, pending = _withdraw(conn, entity, ids, said, blank=True)
+        removed, pending = _withdraw(conn, entity, ids, said, blank=True, paths=cut)
         if _count(removed, "summaries") and index.settings.llm_provider != "none":
             queue.enqueue(conn, entity, summarize.JOB_KIND, f"rewrite:{timestamps.now()}", {})
             pending.append("summaries: written again by the LLM (queued)")
@@ -148,7 +151,10 @@ def _forget_event(index: Index, entity: str, uid: str, why: str | None, asked_by
             conn, entity, "event", original, why, asked_by, [*removed, files], pending
         )
     if not db.scrub(SCRUBBED):
-        receipt.pending.append("database: a reader held old pages; they are written over in use")
+        log.warning(
+            "a reader kept the WAL from being emptied after a forget: its old pages are"
+            " written over as the database is used"
+        )
     return receipt
 
 
@@ -174,11 +180,17 @@ def superseded(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> N
 
 
 def _withdraw(
-    conn: sqlite3.Connection, entity: str, ids: list[int], said: list[str], *, blank: bool
+    conn: sqlite3.Connection,
+    entity: str,
+    ids: list[int],
+    said: list[str],
+    *,
+    blank: bool,
+    paths: frozenset[str] = frozenset(),
 ) -> tuple[list[Removed], list[str]]:
     """Take these events out of every layer in the caller's transaction (with `blank`
-    their text too, and the recall log's copies): what went from each layer, and what
-    goes on in the background. `said`: their texts, to find where they are quoted."""
+    their text too, and the recall log's copies, of the files in `paths` too): what went
+    from each layer, and what goes on in the background. `said`: their texts."""
     uids = versions.uids(conn, entity, ids)
     placed = versions.placed(conn, entity, ids)
     if blank:
@@ -188,8 +200,10 @@ def _withdraw(
     gone_summaries = summaries.withdraw(conn, entity, placed)
     blanked = 0
     if blank:  # an edit leaves the recall log as it was: what was recalled then, was
-        gone = log.Gone(uids, set(ids), summaries=set(gone_summaries), quotes=Quotes(said))
-        blanked = log.blank(conn, entity, gone)
+        gone = recall_log.Gone(
+            uids, set(ids), summaries=set(gone_summaries), paths=set(paths), said=said
+        )
+        blanked = recall_log.blank(conn, entity, gone)
     pending = []
     if graph.episodes:
         pending.append(f"graph: {len(graph.episodes)} episode(s) being removed (graph_forget)")
@@ -228,7 +242,7 @@ def _forget_word_photo(
     deleted = anchors.delete(index, entity, name).deleted
     relative = f"{homes.WORD_PHOTOS}/{deleted}"
     with index.db.write() as conn:
-        blanked = log.blank(conn, entity, log.Gone(paths={relative}, quotes=Quotes([text])))
+        blanked = recall_log.blank(conn, entity, recall_log.Gone(paths={relative}, said=[text]))
         removed = [
             Removed(layer="word_photos", count=1, detail="the file and its search rows"),
             Removed(layer="recall_log", count=blanked, detail="entries with a copy blanked"),
@@ -240,11 +254,9 @@ def _forget_word_photo(
 def _forget_fact(
     db: Database, graph, entity: str, uuid: str, why: str | None, asked_by: str
 ) -> Receipt:
-    deleted = texture.delete(graph, db, entity, uuid)
-    if deleted.deleted != "fact":
-        raise InputError.of("fact", f"{uuid!r} is an {deleted.deleted}, not a fact: it is deleted")
+    texture.delete(graph, db, entity, uuid, kinds=("fact",))
     with db.write() as conn:
-        blanked = log.blank(conn, entity, log.Gone(facts={uuid}))
+        blanked = recall_log.blank(conn, entity, recall_log.Gone(facts={uuid}))
         removed = [
             Removed(layer="graph", count=1, detail="the fact; the events it came from stay"),
             Removed(layer="recall_log", count=blanked, detail="entries with a copy blanked"),
@@ -297,11 +309,11 @@ def tombstones(db: Database, entity: str, limit: int = 100) -> Tombstones:
 # --- the texts forgotten, and where they are quoted ---
 
 
-def _unquote_files(index: Index, entity: str, said: list[str]) -> Removed:
+def _unquote_files(index: Index, entity: str, said: list[str]) -> tuple[Removed, frozenset[str]]:
     """Cut the quotes of the forgotten texts out of the entity's crystals, word-photos and
-    memory files (the index reads the changed files again)."""
+    memory files (the index reads the changed files again); the files changed."""
     quotes = Quotes(said)
-    changed = 0
+    cut = set()
     home = index.home(entity)
     indexed = [source.path for source, _ in home.sources()] if quotes else []
     crystals = home.root / "crystals"
@@ -315,8 +327,9 @@ def _unquote_files(index: Index, entity: str, said: list[str]) -> Removed:
             homes.replace_file(home, relative, quotes.cut(text))
             if relative in indexed:
                 index.sync_file(entity, relative)
-            changed += 1
-    return Removed(layer="files", count=changed, detail="crystals and memory files quoting it")
+            cut.add(relative)
+    done = Removed(layer="files", count=len(cut), detail="crystals and memory files quoting it")
+    return done, frozenset(cut)
 
 
 # --- pps check ---

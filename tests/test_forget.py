@@ -72,7 +72,8 @@ def test_a_forgotten_event_leaves_every_layer_and_a_tombstone_without_its_text(s
             30,
             "the secret searchable",
         )
-        assert api.post("/v1/recall", json={"context": f"where is it? {SECRET}"}).status_code == 200
+        # A hook recalls with the prompt it captures: the recall log holds the text too.
+        assert api.post("/v1/recall", json={"context": f"remember: {SECRET}"}).status_code == 200
         assert SECRET in _everything(api)
 
         answer = api.post("/v1/forget", json={"event_uid": secret, "why": "asked to"})
@@ -290,3 +291,13 @@ def test_a_forgotten_message_takes_only_its_own_facts_from_the_graph(graph_serve
         assert any("Lockheed" in text for text in graph), recalled
         check = api.get("/v1/check").json()["entities"][0]
         assert check["problems"] == [], check["problems"]
+        # A fact is forgotten by its uuid; an episode's uuid is no fact: nothing is deleted.
+        found = api.post("/v1/texture/search", json={"query": "Mara Lockheed"}).json()
+        fact = next(f for f in found["facts"] if "Lockheed" in f["fact"])
+        counts = api.get("/v1/texture/stats").json()["graph"]
+        assert api.post("/v1/forget", json={"fact": fact["episodes"][0]}).status_code == 404
+        assert api.get("/v1/texture/stats").json()["graph"] == counts
+        receipt = api.post("/v1/forget", json={"fact": fact["uuid"], "why": "wrong"}).json()
+        assert (receipt["forgotten"], _removed(receipt)["graph"]) == ("fact", 1), receipt
+        found = api.post("/v1/texture/search", json={"query": "Mara Lockheed"}).json()
+        assert fact["uuid"] not in [f["uuid"] for f in found["facts"]]

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+DELETABLE = ("fact", "entity", "episode")
+"""What can be deleted from an entity's graph by its uuid (`GraphStore.delete`)."""
+
 
 class Fact(BaseModel):
     """A fact (an edge between two entities) as the store reads it; engine.graph.texture's

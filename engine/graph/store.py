@@ -49,7 +49,7 @@ from engine.graph.dialects import Dialect, FalkorDBDialect, Neo4jDialect
 from engine.graph.embedder import LocalEmbedder
 from engine.graph.entity_graphs import EntityGraphs
 from engine.graph.episodes import Episode
-from engine.graph.facts import Fact, Node
+from engine.graph.facts import DELETABLE, Fact, Node
 from engine.kernel import timestamps
 from engine.kernel.config import Settings
 from engine.llm import budget
@@ -192,18 +192,23 @@ class GraphStore:
             return "absent"
         return "complete" if records[0]["complete"] else "partial"
 
-    def delete(self, entity: str, uuid: str) -> str | None:
-        """Delete a fact, an entity node or an episode of this entity; return which, or
-        None if this entity's graph has no such uuid."""
-        return self._graphs.call(self._delete(self._graphs.graph(entity), entity, uuid))
+    def delete(self, entity: str, uuid: str, kinds: tuple[str, ...] = DELETABLE) -> str | None:
+        """Delete a fact, an entity node or an episode of this entity (of `kinds` only);
+        return which, or None if this entity's graph has no such uuid of those kinds."""
+        graph = self._graphs.graph(entity)
+        return self._graphs.call(self._delete(graph, entity, uuid, kinds))
 
-    async def _delete(self, graph: Graphiti, entity: str, uuid: str) -> str | None:
+    async def _delete(
+        self, graph: Graphiti, entity: str, uuid: str, kinds: tuple[str, ...]
+    ) -> str | None:
         driver = graph.driver
         for kind, model in (
             ("fact", EntityEdge),
             ("entity", EntityNode),
             ("episode", EpisodicNode),
         ):
+            if kind not in kinds:
+                continue
             try:
                 found = await model.get_by_uuid(driver, uuid)
             except (EdgeNotFoundError, NodeNotFoundError):

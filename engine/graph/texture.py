@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, field_validator
 from engine.capture import events as capture
 from engine.capture.events import Listener
 from engine.graph import episodes
-from engine.graph.facts import Fact, Node
+from engine.graph.facts import DELETABLE, Fact, Node
 from engine.kernel.config import Settings
 from engine.kernel.errors import Conflict, NotFound, Unavailable
 from engine.kernel.events import EventIn
@@ -356,8 +356,10 @@ def _accept(db: Database, entity: str, event: EventIn, announce: Sequence[Listen
     return Accepted(event_uid=recorded.event_uid, episode_uuid=uid, status="queued")
 
 
-def delete(graph, db: Database, entity: str, uuid: str) -> Deleted:
-    """Delete a fact, an entity node or an episode from this entity's graph. The log
+def delete(
+    graph, db: Database, entity: str, uuid: str, kinds: tuple[str, ...] = DELETABLE
+) -> Deleted:
+    """Delete a fact, an entity node or an episode (of `kinds`) from this entity's graph. The log
     keeps its events. A deleted episode stays out of replays; a deleted fact or entity
     comes back if a replay extracts it again. A graph that is down raises Unavailable
     (503): unlike a read, a delete cannot answer with less."""
@@ -370,11 +372,12 @@ def delete(graph, db: Database, entity: str, uuid: str) -> Deleted:
     if status != "ok":
         raise Unavailable("graph", f"{down} ({status})")
     try:
-        kind = graph.store.delete(entity, uuid)
+        kind = graph.store.delete(entity, uuid, kinds)
     except GraphUnavailable as exc:
         raise Unavailable("graph", f"{down} ({_unavailable(graph, exc)})") from exc
     if kind is None:
-        raise NotFound(f"no fact, entity or episode {uuid!r} in this entity's graph", "uuid")
+        what = " or ".join(kinds) if kinds != DELETABLE else "fact, entity or episode"
+        raise NotFound(f"no {what} {uuid!r} in this entity's graph", "uuid")
     if kind == "episode":
         episodes.mark_deleted(db, entity, uuid)
     return Deleted(uuid=uuid, deleted=kind)

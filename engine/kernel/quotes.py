@@ -1,7 +1,7 @@
-"""Where a text is quoted in another: what forgetting looks for in the recall log, the
-crystals and the memory files (engine.forgetting). A quote is the text whole (whitespace
-and case aside), or QUOTE_WORDS of its words in a row, whatever lies between them
-(spaces, punctuation, line breaks); a text of fewer words is only found whole."""
+"""Where a text is quoted in another: what forgetting looks for in the crystals, the
+word-photos and the memory files (engine.forgetting). A quote is the text whole
+(whitespace and case aside), or QUOTE_WORDS of its words in a row, whatever lies between
+them (spaces, punctuation, line breaks); a text of fewer words is only found whole."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ def _plain(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+def _key(words: Iterable[str]) -> tuple[str, ...]:
+    """The two longest of these words (one, if they are all one word), lowered."""
+    distinct = sorted({w.casefold() for w in words}, key=lambda w: (-len(w), w))
+    return tuple(distinct[:2])
+
+
 class Quotes:
     """The quotes of some texts, to find and cut out of others."""
 
@@ -27,6 +33,9 @@ class Quotes:
         for text in texts:
             words = _WORD.findall(text)
             runs |= {tuple(words[i : i + QUOTE_WORDS]) for i in range(len(words) - QUOTE_WORDS + 1)}
+        # Every run holds its two longest words: a text without both of some run's is
+        # passed over without the pattern.
+        self._keys = {_key(run) for run in runs}
         self._runs = None
         if runs:
             each = (r"\b" + r"\W+".join(re.escape(w) for w in run) + r"\b" for run in sorted(runs))
@@ -38,6 +47,9 @@ class Quotes:
     def _spans(self, text: str) -> list[tuple[int, int]]:
         """Where runs of the texts' words lie in `text`, overlapping runs joined."""
         if self._runs is None:
+            return []
+        folded = text.casefold()
+        if not any(all(word in folded for word in key) for key in self._keys):
             return []
         spans: list[tuple[int, int]] = []
         for found in self._runs.finditer(text):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from engine.kernel import timestamps
 from engine.kernel.config import Settings
 from engine.kernel.patterns import CHANNEL_PATTERN
-from engine.kernel.quotes import Quotes
+from engine.kernel.quotes import FORGOTTEN
 from engine.kernel.requests import INT64_MAX, Request
 from engine.recall import used
 from engine.recall.shapes import Item, LayerReport, RecallRequest
@@ -153,20 +153,30 @@ def prune(conn: sqlite3.Connection, entity: str, days: int, rows: int, now: date
     return gone
 
 
+QUOTED_CHARS = 20
+"""A forgotten text this long is blanked wherever the recall log holds it; a shorter one
+only where it is a context whole (or an item that came from it)."""
+
+
 @dataclass
 class Gone:
     """What a forget took away, as the recall log's entries name it: turns (by uid and
-    id), facts, summaries, files (home paths), and the forgotten texts' quotes."""
+    id), facts, summaries, files (home paths), and the forgotten texts (`said`)."""
 
     event_uids: set[str] = field(default_factory=set)
     event_ids: set[int] = field(default_factory=set)
     facts: set[str] = field(default_factory=set)
     summaries: set[int] = field(default_factory=set)
     paths: set[str] = field(default_factory=set)
-    quotes: Quotes = field(default_factory=lambda: Quotes([]))
+    said: list[str] = field(default_factory=list)
+
+    @property
+    def long(self) -> list[str]:
+        return [text for text in self.said if len(text) >= QUOTED_CHARS]
 
     def names(self, item: dict[str, Any]) -> bool:
         source = item.get("source") or {}
+        text = item.get("text") or ""
         return (
             source.get("event_uid") in self.event_uids
             or source.get("id") in self.event_ids
@@ -174,32 +184,71 @@ class Gone:
             or bool(self.event_uids.intersection(source.get("event_uids") or ()))
             or source.get("summary_id") in self.summaries
             or source.get("path") in self.paths
-            or self.quotes.found_in(item.get("text") or "")
+            or any(said in text for said in self.long)
         )
+
+    def cut(self, context: str) -> str:
+        if context.strip() in self.said:
+            return FORGOTTEN
+        for said in self.long:
+            context = context.replace(said, FORGOTTEN)
+        return context
 
 
 def blank(conn: sqlite3.Connection, entity: str, gone: Gone) -> int:
     """Blank the recall log's copies of what was forgotten (inside the caller's
-    transaction): an item that came from it, or quotes it, keeps its layer, score and
-    rank with its text and source emptied; a context that quotes it has the quotes
-    replaced. Returns how many entries changed."""
+    transaction): an item that came from it, or holds its text, keeps its layer, score
+    and rank with its text and source emptied; a context that holds it has it replaced.
+    Returns how many entries changed. SQLite finds the entries; only those are read."""
     changed = 0
-    rows = conn.execute("SELECT id, context, items FROM recall_log WHERE entity = ?", (entity,))
-    for row in rows.fetchall():
+    for row in _naming(conn, entity, gone):
         items = json.loads(row["items"])
         hit = False
         for item in items:
             if gone.names(item):
                 item.update(text="", source={"forgotten": True}, signals=None)
                 hit = True
-        context = row["context"]
-        if gone.quotes.found_in(context):
-            context = gone.quotes.cut(context)
-            hit = True
-        if hit:
+        context = gone.cut(row["context"])
+        if hit or context != row["context"]:
             conn.execute(
                 "UPDATE recall_log SET context = ?, items = ? WHERE id = ?",
                 (context, json.dumps(items), row["id"]),
             )
             changed += 1
     return changed
+
+
+_NAMES = (
+    "json_extract(i.value, '$.source.event_uid') IN (SELECT value FROM json_each(:uids))"
+    " OR json_extract(i.value, '$.source.id') IN (SELECT value FROM json_each(:ids))"
+    " OR json_extract(i.value, '$.source.fact_uuid') IN (SELECT value FROM json_each(:facts))"
+    " OR json_extract(i.value, '$.source.summary_id') IN (SELECT value FROM json_each(:sums))"
+    " OR json_extract(i.value, '$.source.path') IN (SELECT value FROM json_each(:paths))"
+    " OR EXISTS (SELECT 1 FROM json_each(i.value, '$.source.event_uids') u"
+    " WHERE u.value IN (SELECT value FROM json_each(:uids)))"
+    " OR EXISTS (SELECT 1 FROM json_each(:long) t"
+    " WHERE instr(json_extract(i.value, '$.text'), t.value))"
+)
+_HOLDS = (
+    "EXISTS (SELECT 1 FROM json_each(:said) t WHERE trim(r.context) = t.value)"
+    " OR EXISTS (SELECT 1 FROM json_each(:long) t WHERE instr(r.context, t.value))"
+)
+
+
+def _naming(conn: sqlite3.Connection, entity: str, gone: Gone) -> list[sqlite3.Row]:
+    """The entity's entries with an item that names what went or holds its text, or a
+    context that holds it."""
+    return conn.execute(
+        "SELECT r.id, r.context, r.items FROM recall_log r WHERE r.entity = :entity AND ("
+        f"EXISTS (SELECT 1 FROM json_each(r.items) i WHERE {_NAMES}) OR {_HOLDS})",
+        {
+            "entity": entity,
+            "uids": json.dumps(sorted(gone.event_uids)),
+            "ids": json.dumps(sorted(gone.event_ids)),
+            "facts": json.dumps(sorted(gone.facts)),
+            "sums": json.dumps(sorted(gone.summaries)),
+            "paths": json.dumps(sorted(gone.paths)),
+            "said": json.dumps([text.strip() for text in gone.said]),
+            "long": json.dumps(gone.long),
+        },
+    ).fetchall()
