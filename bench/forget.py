@@ -126,7 +126,9 @@ def main() -> None:
         for size in [int(s) for s in options.sizes.split(",")]:
             settings, db = _fill(Path(scratch) / f"data-{size}", size, prose, rng)
             index = Index(settings, db)
-            turns.backfill(index, "lyra")
+            for start in range(1, size + 1, 5000):  # search rows by words, as capture makes them
+                with db.write() as conn:
+                    turns.admit(conn, "lyra", list(range(start, start + 5000)), enqueue=False)
             _recall_log(db, options.log, prose, rng)
             picked = rng.sample(range(size), 2 * options.forgets)
             uids = [f"lyra-{i}" for i in picked]

@@ -60,7 +60,7 @@ class Runtime:
         # What a forget withdrew from the graph leaves it (with no graph, there is none).
         self.workers.add(
             episodes.FORGET_JOB,
-            texture.forget_handler(self.graph),
+            texture.forget_handler(self.graph, db),
             ready=self.graph.started if self.graph is not None else None,
         )
         # The graph curator on a schedule (PPS_GRAPH_CURATE_S; off by default: see

@@ -98,29 +98,18 @@ def versions_of(conn: sqlite3.Connection, entity: str, event_uid: str) -> list[i
     ]
 
 
-def blank(conn: sqlite3.Connection, entity: str, ids: list[int], at: str) -> list[int]:
+def blank(conn: sqlite3.Connection, entity: str, ids: list[int], at: str) -> None:
     """Empty the text and metadata of these events, keeping who said them, where and
     when, what an edit or deletion names, and `forgotten` (the time): tombstones. They
-    count as deleted from `at` on (their search rows go with `turns.forget`). Returns the
-    ids that were current turns until now."""
-    wanted = json.dumps(ids)
-    current = [
-        r[0]
-        for r in conn.execute(
-            "SELECT id FROM events WHERE entity = ? AND id IN (SELECT value FROM json_each(?))"
-            " AND replaced_by IS NULL AND deleted_at IS NULL",
-            (entity, wanted),
-        )
-    ]
+    count as deleted from `at` on (their search rows go with `turns.forget`)."""
     conn.execute(
         "UPDATE events SET content = '', deleted_at = coalesce(deleted_at, ?),"
         " metadata = json_patch(json_object('forgotten', ?), json_object("
         "'replaces', json_extract(metadata, '$.replaces'),"
         " 'deletes', json_extract(metadata, '$.deletes')))"
         " WHERE entity = ? AND id IN (SELECT value FROM json_each(?))",
-        (at, at, entity, wanted),
+        (at, at, entity, _among(ids)),
     )
-    return current
 
 
 # Asked by forgetting (engine.forgetting): what it needs to know of the events it forgets.

@@ -418,7 +418,7 @@ def handler(graph, db: Database, settings: Settings):
         graph.note_success()
         if _deleted(db, job.entity, uuid):
             # Withdrawn while it was being added (a forget, an edit): take it out again.
-            graph.store.delete(job.entity, uuid)
+            graph.store.delete(job.entity, uuid, kinds=("episode",))
             return usage
         episodes.mark_ingested(db, uuid, episode.truncated)
         return usage  # the queue ignores it; bench/graph.py reads it
@@ -426,15 +426,17 @@ def handler(graph, db: Database, settings: Settings):
     return handle
 
 
-def forget_handler(graph):
+def forget_handler(graph, db: Database):
     """The `graph_forget` job: remove a withdrawn episode from the graph, with the facts
     and entities only it supported (Graphiti's `remove_episode`; facts other episodes
-    support too stay). An episode the graph does not hold, or no graph configured, is
-    done at once; a graph that is down fails the job, and the queue tries again."""
+    support too stay). An episode the graph does not hold, one recorded again since (the
+    same turns made it anew), or no graph configured: done at once. A graph that is down
+    fails the job, and the queue tries again."""
 
     def handle(job: queue.Job) -> None:
-        if graph is not None:
-            graph.store.delete(job.entity, job.payload["episode"])
+        uuid = job.payload["episode"]
+        if graph is not None and _deleted(db, job.entity, uuid):
+            graph.store.delete(job.entity, uuid, kinds=("episode",))
 
     return handle
 
