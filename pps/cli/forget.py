@@ -42,7 +42,7 @@ def forget(
     try:
         ask = forgetting.ForgetRequest(event_uid=event, word_photo=word_photo, fact=fact, why=why)
     except ValidationError as exc:
-        fail("; ".join(error["msg"] for error in exc.errors()))
+        fail("; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors()))
     settings = settings_for(data_dir=data_dir)
     db = Database.open(settings)
     entity_names(db, entity)
