@@ -63,7 +63,7 @@ def build(server: AppServer, name: str) -> Entity:
                       "fact": fact, "created_at": f"2026-0{i + 1}-01T12:00:00Z"},
             )  # fmt: skip
             assert sent.status_code == 202, sent.text
-    entity.ingested(len(TRIPLETS), timeout=120)
+    entity.ingested(len(TRIPLETS))
     server.app.state.runtime.graph.store.import_facts(name, IMPORTED)
     return entity
 

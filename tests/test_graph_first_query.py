@@ -38,8 +38,7 @@ def test_a_new_entitys_first_recall_finds_the_graph_ready(server):
     client.post("/v1/anchors", json={"title": "Robe", "content": "The comfy blue robe."})
     answer = client.post("/v1/recall", json={"context": "the comfy robe"}).json()
     graph = answer["manifest"]["graph"]
-    assert graph["status"] in ("ok", "empty", "timeout"), graph
-    assert "index" not in (graph["detail"] or ""), graph
+    assert graph["status"] != "down" and "index" not in (graph["detail"] or ""), graph
     assert "comfy blue robe" in answer["context"]
 
 

@@ -83,9 +83,11 @@ class Entity:
         with self.http as http:
             return http.post("/v1/texture/search", json={"query": query, **extra})
 
-    def ingested(self, n: int = 1, timeout: float = 30) -> dict:
+    def ingested(self, n: int = 1, timeout: float = 300) -> dict:
         """Stats once n episodes are in the graph and their jobs are settled (a job is
-        marked done in its own transaction, just after its episode is)."""
+        marked done in its own transaction, just after its episode is). The bound only
+        ends a stuck test: on a loaded machine an extraction takes minutes, and how long
+        it takes is bench/graph.py's to measure."""
         return wait_for(
             lambda: (
                 (s := self.stats())["episodes"]["ingested"] >= n
@@ -316,7 +318,7 @@ def test_the_graph_killed_mid_run_retries_without_duplicates(server, healthy, gr
     healthy.set_mode(None)  # the hung call fails; the attempt is retried
     graph_target.revive()
     procyon.say("Procyon met Vega in Tucson.", session="b")
-    stats = procyon.ingested(2, timeout=60)
+    stats = procyon.ingested(2)
     health = httpx.get(f"{server.url}/health").json()["components"]["graph"]
     assert health["status"] == "ok"
     assert stats["graph"]["episodes"] == 2 == stats["episodes"]["closed"]
@@ -375,7 +377,7 @@ def test_engine_killed_mid_job_is_reclaimed_and_lands_once(tmp_path, stub, graph
         server.kill()
         stub.set_mode(None)
         server.start()
-        stats = canopus.ingested(timeout=60)
+        stats = canopus.ingested()
         assert stats["graph"]["episodes"] == 1
         ((_, state, attempts, _),) = jobs(server)
         assert state == "done" and attempts == 2

@@ -31,7 +31,7 @@ def entity(server, name: str, anchor: dict):
     """A client of a new entity with `anchor` and an episode in its graph, recalled once."""
     made = Entity(server, name)
     made.say(*TURNS)
-    made.ingested(timeout=60)
+    made.ingested()
     client = connect(server, made.token)
     client.post("/v1/anchors", json=anchor)
     client.post("/v1/recall", json={"context": "warm"})

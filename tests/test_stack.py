@@ -305,7 +305,7 @@ def test_the_walk_through_against_the_stack(stack):
 def test_an_episode_reaches_neo4j_through_the_llm_and_its_facts_trace_to_their_events(stack):
     lyra = stack.entity("lyra-graph")
     uids = lyra.say(*TURNS)
-    stats = lyra.ingested(timeout=120)
+    stats = lyra.ingested()
     assert stats["backend"] == "neo4j" and stats["graph"]["facts"] > 0
     facts = lyra.search("Denver mountains", limit=5).json()["facts"]
     assert facts and all(f["event_uids"] == uids for f in facts)
@@ -344,7 +344,7 @@ def test_neo4j_stopped_under_a_running_pps_recall_answers_and_the_graph_comes_ba
     budget (`timeout`), then the graph is known to be down and said so at once."""
     rosa = stack.entity("rosa-graph-down")
     rosa.say(*TURNS)  # an episode in its graph: recall reads no graph that holds nothing
-    rosa.ingested(timeout=120)
+    rosa.ingested()
     with rosa.http as http:
         robe = {"channel": "discord", "author": "jeff", "content": "go put on that comfy robe"}
         assert http.post("/v1/events", json=robe).status_code == 200
