@@ -313,11 +313,12 @@ def _unquote_files(index: Index, entity: str, said: list[str]) -> tuple[Removed,
     """Cut the quotes of the forgotten texts out of the entity's crystals, word-photos and
     memory files (the index reads the changed files again); the files changed."""
     quotes = Quotes(said)
-    cut = set()
+    cut: set[str] = set()
+    if not quotes:
+        return Removed(layer="files", count=0, detail=_FILES), frozenset()
     home = index.home(entity)
-    indexed = [source.path for source, _ in home.sources()] if quotes else []
-    crystals = home.root / "crystals"
-    kept = [p.relative_to(home.root).as_posix() for p in crystals.rglob("*.md")] if quotes else []
+    indexed = [source.path for source, _ in home.sources()]
+    kept = [p.relative_to(home.root).as_posix() for p in (home.root / "crystals").rglob("*.md")]
     for relative in [*indexed, *sorted(kept)]:
         try:
             text = home.path(relative).read_text()
@@ -328,8 +329,10 @@ def _unquote_files(index: Index, entity: str, said: list[str]) -> tuple[Removed,
             if relative in indexed:
                 index.sync_file(entity, relative)
             cut.add(relative)
-    done = Removed(layer="files", count=len(cut), detail="crystals and memory files quoting it")
-    return done, frozenset(cut)
+    return Removed(layer="files", count=len(cut), detail=_FILES), frozenset(cut)
+
+
+_FILES = "crystals and memory files quoting it"
 
 
 # --- pps check ---

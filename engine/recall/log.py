@@ -11,6 +11,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -170,7 +171,7 @@ class Gone:
     paths: set[str] = field(default_factory=set)
     said: list[str] = field(default_factory=list)
 
-    @property
+    @cached_property
     def long(self) -> list[str]:
         return [text for text in self.said if len(text) >= QUOTED_CHARS]
 
