@@ -59,6 +59,7 @@ if __package__ in (None, ""):  # run by path: bench/ingest.py must not shadow `i
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 import argparse
+import re
 import statistics
 import tempfile
 import time
@@ -86,7 +87,7 @@ from engine.recall import ambient
 from engine.recall.shapes import RecallRequest
 from engine.runtime import CAPTURE_LISTENERS, Runtime
 from engine.search import hybrid as search
-from engine.search.hybrid import SearchRequest
+from engine.search.hybrid import MAX_LIMIT, SearchRequest
 from engine.search.index import Index
 from engine.store.db import Database
 
@@ -154,6 +155,7 @@ def main() -> None:
                 recalled = ask_recall(runtime, corpus, questions)
                 report(name, settings, scores, recalled)
                 misses(scores, args.misses)
+                unanswered(runtime, corpus)
         if args.compare:
             compare(summary)
     finally:
@@ -345,6 +347,44 @@ def ask_recall(runtime: Runtime, corpus: Corpus, questions: list[Question]) -> l
     return scores
 
 
+NOT_IN_MEMORY = (
+    ("what is my bank PIN?", "bank"),
+    ("when does my passport expire?", "passport"),
+    ("which insurance company covers the car?", "insurance"),
+    ("what size are my ski boots?", "boots"),
+    ("what's my blood type?", "blood"),
+    ("which train did I take to Vienna?", "vienna"),
+    ("what flavour was the wedding cake?", "wedding"),
+    ("who won the chess tournament?", "chess"),
+    ("what's the registration plate of the van?", "registration"),
+    ("what did the optician say about my eyes?", "optician"),
+    ("when did I last renew the TV licence?", "licence"),
+    ("what was the score of the rugby match?", "rugby"),
+    ("how much is the mortgage payment each month?", "mortgage"),
+    ("when is the vet appointment for the parrot?", "parrot"),
+)
+"""Questions whose answer is in neither entity's memory: its topic's word is in no turn
+and no file of the set (checked when run)."""
+
+
+def unanswered(runtime: Runtime, corpus: Corpus) -> None:
+    """Each NOT_IN_MEMORY question as each entity's recall context: how many turns and
+    file excerpts it injects (there is nothing to find), and how often none."""
+    said = corpus.to_json().lower()
+    if found := [word for _, word in NOT_IN_MEMORY if re.search(rf"\b{word}\b", said)]:
+        raise SystemExit(f"the set speaks of {', '.join(found)}: not a question without answer")
+    injected = []
+    for entity in corpus.entities:
+        for text, _ in NOT_IN_MEMORY:
+            found = ambient.recall(runtime, entity.name, RecallRequest(context=text))
+            injected.append(sum(i.layer in ("turns", "anchors") for i in found.items))
+    console.print(
+        f"{len(injected)} recalls of questions nothing in memory answers: turns and"
+        f" file excerpts injected, mean {statistics.mean(injected):.1f}, most"
+        f" {max(injected)}; none injected for {injected.count(0) / len(injected):.3f}"
+    )
+
+
 def _rank(refs: list[tuple], golds: list[Gold]) -> int | None:
     for rank, (uid, path, start, end) in enumerate(refs):
         for gold in golds:
@@ -426,6 +466,13 @@ def report(name: str, settings: Settings, scores: list[Score], recalled: list[Sc
             *((f"{recall_at(recalled, k, kind):.3f}" for k in KS) if m else ("-",) * len(KS)),
         )
     console.print(table)
+    asked = {s.question.id for s in recalled}
+    same = [s for s in scores if s.question.id in asked]
+    console.print(
+        f"ambient path: the gold among a recall's items for"
+        f" {recall_at(recalled, MAX_LIMIT):.3f} of {len(recalled)} questions (search R@5 on"
+        f" the same questions {recall_at(same, 5):.3f}, R@10 {recall_at(same, 10):.3f})"
+    )
     dated = [s for s in scores if {"date", "since", "until"} & s.question.filters.keys()]
     narrowed = [s for s in scores if {"category", "tags"} & s.question.filters.keys()]
     changed = [s for s in scores if s.question.stale]

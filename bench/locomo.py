@@ -1,7 +1,7 @@
 """LoCoMo retrieval benchmark: how well search finds the turns that answer a question.
 
 Run: .venv/bin/python bench/locomo.py [--data DIR] [--conversations N] [--compare]
-                                      [--no-captions] [--fusion weighted|rrf]
+                                      [--no-captions] [--fusion weighted|rrf] [--recall]
 
 Each of the 10 LoCoMo conversations becomes one entity. Every turn is captured as an
 event through the code path users hit (capture.parse_events + capture.record, one
@@ -16,6 +16,12 @@ k = 1, 5, 10, 20, overall and per category, at turn level and at session level (
 ranked by their best turn, as published figures count), query latency p50/p95 (embedding
 included), and ingest time. --compare also runs, on the same ingest, the ranking
 without the reranker, and without it the other fusion, dense alone and BM25 alone.
+--recall also asks every question as the context of ambient_recall (the path a hook
+takes on every prompt: its defaults, every layer) and prints the share of questions
+with an evidence turn among the recall's items, next to search's any@5 and any@10, with
+the items a recall kept and its latency; and each question asked of another
+conversation's entity (memory that does not hold its answer): how many turns and
+word-photos such a recall injects, and how often none.
 Nothing here is tuned on the questions.
 """
 
@@ -42,6 +48,8 @@ from rich.table import Table
 from engine.capture import entities
 from engine.capture import events as capture
 from engine.kernel.config import Settings
+from engine.recall import ambient
+from engine.recall.shapes import RecallRequest
 from engine.runtime import CAPTURE_LISTENERS, Runtime
 from engine.search import hybrid as search
 from engine.search.hybrid import SearchRequest
@@ -64,6 +72,7 @@ def main() -> None:
     )
     parser.add_argument("--no-captions", action="store_true", help="leave photo captions out")
     parser.add_argument("--dir", type=Path, default=None, help="data dir (default: a temp dir)")
+    parser.add_argument("--recall", action="store_true", help="also ask through ambient_recall")
     args = parser.parse_args()
 
     files = sorted(args.data.glob("*.json"))[: args.conversations]
@@ -99,6 +108,8 @@ def main() -> None:
             summary.append((name, config, scores, latencies, fallback))
         if args.compare:
             compare(summary)
+        if args.recall:
+            ambient_path(runtime, conversations, summary[0][2])
     finally:
         runtime.stop()
         db.close()
@@ -134,7 +145,8 @@ def ingest(db: Database, settings: Settings, conversations: list[dict]) -> tuple
     turns = 0
     started = time.perf_counter()
     for conv in conversations:
-        entities.create(db, conv["name"])
+        if not entities.exists(db, conv["name"]):  # --dir of an earlier run: its events stay
+            entities.create(db, conv["name"])
         for session in conv["sessions"]:
             payload = [
                 {
@@ -258,6 +270,42 @@ def compare(summary) -> None:
             f"{percentile(latencies, 50):.1f} / {percentile(latencies, 95):.1f}",
         )
     console.print(table)
+
+
+def ambient_path(runtime: Runtime, conversations: list[dict], searched) -> None:
+    """Every question as ambient_recall's context: evidence among the items, against
+    search's any@5 / any@10 on the same questions; then each asked of the next
+    conversation's entity, which does not hold its answer."""
+    hits, kept, latencies, strays, silent = [], [], [], [], 0
+    for n, conv in enumerate(conversations):
+        other = conversations[(n + 1) % len(conversations)]["name"]
+        known = {t["id"] for s in conv["sessions"] for t in s["turns"]}
+        for qa in conv["questions"]:
+            evidence = qa["evidence"] & known
+            if not evidence:
+                continue
+            started = time.perf_counter()
+            found = ambient.recall(runtime, conv["name"], RecallRequest(context=qa["q"]))
+            latencies.append((time.perf_counter() - started) * 1000)
+            uids = {i.source.get("event_uid") for i in found.items}
+            hits.append(any(f"{conv['name']}-{e}" in uids for e in evidence))
+            kept.append(len(found.items))
+            stray = ambient.recall(runtime, other, RecallRequest(context=qa["q"]))
+            searched_layers = [i for i in stray.items if i.layer in ("turns", "anchors")]
+            strays.append(len(searched_layers))
+            silent += not searched_layers
+    console.print(
+        f"ambient path, {len(hits)} questions as recall contexts: evidence among the items"
+        f" {sum(hits) / len(hits):.3f} (search any@5 {recall(searched, 'turn', 'any', 5):.3f},"
+        f" any@10 {recall(searched, 'turn', 'any', 10):.3f}); items a recall kept: median"
+        f" {statistics.median(kept):g}; latency p50 {percentile(latencies, 50):.1f} ms,"
+        f" p95 {percentile(latencies, 95):.1f} ms"
+    )
+    console.print(
+        f"asked of another conversation's entity: turns and word-photos injected, median"
+        f" {statistics.median(strays):g}, mean {statistics.mean(strays):.1f};"
+        f" none injected for {silent / len(strays):.3f} of the questions"
+    )
 
 
 def _session(dia_id: str) -> int:

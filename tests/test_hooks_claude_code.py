@@ -364,7 +364,7 @@ def test_a_prompt_never_brings_back_its_own_sessions_turns(session):
         },
     )
     first = "how do I feed the sourdough starter?"
-    hook("UserPromptSubmit", transcript, env, prompt=first)
+    before = injected(hook("UserPromptSubmit", transcript, env, prompt=first))
     transcript.user(first)
     transcript.assistant("Feed the sourdough starter equal weights of flour and water daily.")
     hook("Stop", transcript, env, stop_hook_active=False)
@@ -376,7 +376,8 @@ def test_a_prompt_never_brings_back_its_own_sessions_turns(session):
         "the three sourdough turns to become searchable",
     )
     block = injected(hook("UserPromptSubmit", transcript, env, prompt="and the sourdough starter?"))
-    assert "acetone" in block, block  # the turns layer ran, and found the other session
+    # the turns layer ran, and found the other session's turn, once: the session holds it
+    assert ("acetone" in before) != ("acetone" in block), (before, block)
     assert "equal weights" not in block and first not in block, block
     woken = injected(hook("SessionStart", transcript, env, source="resume"))
     assert "acetone" in woken and "equal weights" not in woken, woken
@@ -456,7 +457,8 @@ def test_an_author_reads_the_same_in_startup_and_prompt_recall(session):
 
     other = Transcript(transcript.path.with_name("other.jsonl"))
     startup = injected(hook("SessionStart", other, env, source="startup"))
-    prompt = injected(hook("UserPromptSubmit", other, env, prompt="the nightly backup"))
+    third = Transcript(transcript.path.with_name("third.jsonl"))  # holds nothing yet
+    prompt = injected(hook("UserPromptSubmit", third, env, prompt="the nightly backup"))
     said = "assistant: The nightly backup finished at 03:10"
     assert any(said in line for line in section(startup, "Turns since the last summary"))
     assert any(said in line for line in section(prompt, "Past turns")), prompt

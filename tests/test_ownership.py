@@ -37,7 +37,7 @@ OWNERS = {
     "engine.crystal": {"summaries", "summaries_fts"},
     "engine.inventory": {"inventory_items", "spaces", "current_spaces"},
     "engine.contracts": {"shared_stores", "shared_members", "shared_memories"},
-    "engine.recall": {"recall_log", "audit_judgments", "recall_used"},
+    "engine.recall": {"recall_log", "audit_judgments", "recall_used", "recall_held"},
     "engine.backup": {"backups"},
     "engine.forgetting": {"forgotten"},
 }

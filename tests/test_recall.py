@@ -36,15 +36,13 @@ def lyra(make_client):
                 "channel": "terminal",
                 "author": "jeff",
                 "content": "Why don't you go pull on that comfy robe of yours?",
-                "created_at": "2026-01-04T12:00:00Z",
             },
             {
                 "event_uid": "d1",
                 "channel": "discord",
                 "author": "nexus",
                 "content": "The kitchen smells of fresh bread this morning.",
-                "created_at": "2026-01-04T12:05:00Z",
-            },
+            },  # both said now: news for another channel
         ],
     )
     client.post(
@@ -313,6 +311,65 @@ def test_the_callers_own_session_is_never_recalled_it_holds_those_turns(make_cli
         assert "thermocouple" not in answer["context"]
     anyone = recall(client, context="what about the pottery kiln?")  # no session: all of them
     assert {"mine-1", "mine-2"} <= {i["source"].get("event_uid") for i in anyone["items"]}
+
+
+def test_a_context_nothing_in_memory_answers_injects_no_turn_or_excerpt(lyra):
+    """Nothing rather than noise: no turn or word-photo is near "my bank PIN" by meaning,
+    so none is injected (without the floor the robe turn and the word-photo came back);
+    a turn holding the context's identifier comes back however far its words are."""
+    layers = ("turns", "anchors")
+    asked = recall(lyra, context="what is my bank PIN?", channel="terminal", trace=True)
+    assert not [i for i in asked["items"] if i["layer"] in layers], asked["context"]
+    assert "robe" not in asked["context"]
+    near = recall(lyra, context="that comfy robe", channel="terminal")
+    assert {"turns", "anchors"} <= {i["layer"] for i in near["items"]}
+    lyra.post(
+        "/v1/events",
+        json=[{"event_uid": "code", "channel": "terminal", "content": "done: ZX-4417 closed"}],
+    )
+    wait_searchable(lyra, "ZX-4417 closed")
+    ticket = recall(lyra, context="what did my bank say about ZX-4417?", channel="terminal")
+    assert "code" in {i["source"].get("event_uid") for i in ticket["items"]}, ticket["context"]
+
+
+def test_a_session_is_not_given_twice_what_it_holds(lyra):
+    """A session woke up with the robe word-photo whole and the robe turn: the next
+    prompt's recall leaves both out (trace says why); another session gets them; a new
+    startup of the session starts again."""
+    startup = recall(lyra, context="startup", channel="terminal", session_id="s9")
+    assert "deep blue robe" in startup["context"]
+    prompt = recall(
+        lyra, context="that comfy robe", channel="terminal", session_id="s9", trace=True
+    )
+    assert "deep blue robe" not in prompt["context"], prompt["context"]
+    assert "t1" not in {i["source"].get("event_uid") for i in prompt["items"]}
+    held = {
+        d["source"].get("event_uid") or d["source"].get("path")
+        for d in prompt["dropped"]
+        if d["reason"] == "held"
+    }
+    assert "t1" in held and any(str(k).startswith("word_photos/") for k in held), prompt
+    other = recall(lyra, context="that comfy robe", channel="terminal", session_id="s10")
+    assert "deep blue robe" in other["context"] and "comfy robe of yours" in other["context"]
+    again = recall(lyra, context="that comfy robe", channel="terminal", session_id="s10")
+    assert "comfy robe of yours" not in again["context"]
+    recall(lyra, context="startup", channel="terminal", session_id="s10")
+    assert "deep blue robe" in recall(lyra, context="startup", session_id="s10")["context"]
+
+
+def test_a_message_from_long_ago_in_another_channel_is_not_news(make_client):
+    client = make_client()
+    old = {"channel": "discord", "author": "nexus", "created_at": "2025-12-30T10:00:00Z"}
+    client.post(
+        "/v1/events",
+        json=[
+            {"event_uid": "old", "content": "the kettle is descaled", **old},
+            {"event_uid": "new", "channel": "discord", "content": "the kettle boiled over"},
+        ],
+    )
+    answer = recall(client, context="what else happened?", channel="terminal")
+    recent = [i["source"]["event_uid"] for i in answer["items"] if i["layer"] == "recent"]
+    assert recent == ["new"], answer["context"]
 
 
 def test_the_block_is_memory_text_the_sources_stay_in_the_items(lyra):

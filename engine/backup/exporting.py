@@ -57,6 +57,7 @@ NOT_EXPORTED = {
     "recall_log": "this service's log of recalls",
     "audit_judgments": "judgments of this service's logged recalls (`pps audit export`)",
     "recall_used": "what replies used of this service's logged recalls",
+    "recall_held": "what this service's recalls gave each session (hashes, a week)",
     "shared_members": "shared stores belong to several entities: not one entity's to export",
     "backups": "this data dir's backup history",
 }

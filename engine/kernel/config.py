@@ -183,6 +183,14 @@ class Settings(ClientSettings):
     recall_graph_budget_ms: float = Field(
         300.0, gt=0, description="Time the graph layer gets in ambient_recall."
     )
+    recall_min_similarity: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="A turn or file excerpt an ambient recall injects is at least this similar"
+        " to the context by meaning (cosine), or holds an identifier of it: nothing rather than"
+        " noise (0: no floor).",
+    )
     recall_startup_budget_ms: float = Field(
         2000.0, gt=0, description="Time each layer gets in startup recall."
     )

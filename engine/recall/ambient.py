@@ -6,7 +6,9 @@ context (the moment). The layers answer under their time budgets (engine.recall.
 an ambient recall's answers are fused by rank and trimmed to `max_tokens`
 (engine.recall.fusion), while startup keeps everything it gathered. `max_chars` then
 caps the formatted block (engine.recall.render), which says what was left out and which
-tool brings it back. Each recall is logged unless PPS_RECALL_LOG is off (engine.recall.log).
+tool brings it back. A recall that names its session leaves out what earlier recalls of
+the session gave it (engine.recall.held). Each recall is logged unless PPS_RECALL_LOG is
+off (engine.recall.log).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import time
 
 from engine.crystal import summaries
-from engine.recall import fanout, fusion, log, render
+from engine.recall import fanout, fusion, held, log, render
 from engine.recall.shapes import Dropped, Recall, RecallRequest
 
 
@@ -29,6 +31,10 @@ def recall(runtime: fanout.Layers, entity: str, request: RecallRequest) -> Recal
     else:
         results, manifest = fanout.ambient(runtime, entity, request)
         items = fusion.fuse(results, dropped)
+        if request.session_id is not None:  # what the session holds already
+            new = held.leave_out(runtime.db, entity, request.session_id, items)
+            dropped += fusion.left_behind(items, new, "held", "the session holds it already")
+            items = new
         chosen, more = fusion.trim(items, request.max_tokens), 0
         past = f"past max_tokens {request.max_tokens}"
         dropped += fusion.left_behind(items, chosen, "max_tokens", past)
@@ -48,6 +54,8 @@ def recall(runtime: fanout.Layers, entity: str, request: RecallRequest) -> Recal
         report.count, report.chars = len(kept), sum(len(item.text) for item in kept)
         if report.status == "ok" and not kept:
             report.status = "empty"
+    if request.session_id is not None:
+        held.remember(runtime.db, entity, request.session_id, chosen, again=startup)
     latency = round((time.perf_counter() - began) * 1000, 1)
     if runtime.settings.recall_log:
         log.write(runtime.db, runtime.settings, entity, request, chosen, manifest, latency)

@@ -6,7 +6,7 @@ recent summaries, recent word-photos, the current space, and the unsummarized tu
 newest STARTUP_TURN_CAP of them).
 
 Any other context (`ambient`) is embedded once and fans out to word-photos, fragments
-and memory files; raw turns; graph facts; summaries; recent turns from the other
+and memory files; raw turns; graph facts; summaries; the last day's turns from the other
 channels (a quota per channel, so one busy channel cannot crowd out the rest); and
 inventory items or spaces the context names. A layer that fails or runs out of time is
 reported in the manifest and skipped; recall always answers.
@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from engine.capture import events as capture
@@ -36,6 +37,7 @@ from engine.crystal import crystals, summaries
 from engine.graph import texture
 from engine.graph.backend import Graph
 from engine.inventory import items as inventory
+from engine.kernel import timestamps
 from engine.kernel.config import Settings
 from engine.kernel.errors import InputError
 from engine.recall import findings
@@ -56,7 +58,8 @@ class Layers(Protocol):
 
 
 STARTUP_TURN_CAP = 200
-RECENT_WINDOW = 200  # the latest turns looked at for news from other channels
+RECENT_WINDOW = 200  # the latest turns looked at for news from other channels ...
+NEWS_HOURS = 24  # ... said within this many hours: an older one is not news, but a past turn
 OWN_SESSION_EXTRA = 20  # more turns searched for when the caller's session's are left out
 QUERY_CHARS = 4096  # what search and the graph take as a query (the model reads less)
 
@@ -154,13 +157,14 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
     answering = set(request.answering)
 
     vector, without = _embed_once(index, context)
+    ranking = {"reranked": False, "floor": settings.recall_min_similarity}
 
     # Word-photos and turns are two searches, not one split afterwards: in a single
     # ranking 100k turns crowd out every word-photo (bench/recall.py's corpus: none of
     # the 187 kept, even at limit 100).
     def anchor_items() -> list[Item]:
         query = search.SearchRequest(query=context, tiers="shortform,domain", limit=n)
-        found = search.search(index, entity, query, query_vector=vector, reranked=False)
+        found = search.search(index, entity, query, query_vector=vector, **ranking)
         return [findings.search_item("anchors", r) for r in found.results]
 
     def turn_items() -> list[Item]:
@@ -169,7 +173,7 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
         extra = len(answering) + (OWN_SESSION_EXTRA if request.session_id else 0)
         limit = min(n + extra, search.MAX_LIMIT)
         query = search.SearchRequest(query=context, tiers="longform", limit=limit)
-        found = search.search(index, entity, query, query_vector=vector, reranked=False).results
+        found = search.search(index, entity, query, query_vector=vector, **ranking).results
         found = [r for r in found if r.event_uid not in answering]
         known = capture.roles_and_sessions(db, entity, [r.event_uid for r in found if r.event_uid])
         found = [
@@ -241,7 +245,7 @@ def _embed_once(index: Index, context: str) -> tuple[Any, str | None]:
     not when the model cannot run now, or is still loading (those layers then rank by
     words): a recall never waits for the model."""
     try:
-        return index.embedder(wait=False).embed_one(context), None
+        return index.embedder(wait=False).embed_query(context), None
     except embeddings.Unavailable as exc:
         return None, str(exc)
 
@@ -313,13 +317,16 @@ def _timed(name: str, layer: Layer) -> tuple[list[Item], float]:
 def _recent_elsewhere(db: Database, entity: str, request: RecallRequest) -> list[Event]:
     """The newest turns of each other channel (the caller's own channel and session are
     in its context already), at most a few per channel, from the entity's latest
-    activity; never markers, never a replaced or deleted message, never the events
-    being answered."""
+    activity within NEWS_HOURS; never markers, never a replaced or deleted message, never
+    the events being answered."""
     quota = max(1, request.limit_per_layer // 2)
     answering = set(request.answering)
     taken: dict[str, int] = {}
     found: list[Event] = []
+    since = timestamps.from_datetime(datetime.now(UTC) - timedelta(hours=NEWS_HOURS))
     for event in capture.newest_turns(db, entity, RECENT_WINDOW):
+        if event.created_at < since:  # newest first: the rest are older still
+            break
         channel = event.channel
         if (
             event.event_uid in answering

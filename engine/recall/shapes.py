@@ -27,7 +27,9 @@ class RecallRequest(Request):
         None,
         max_length=256,
         description="The caller's session: the caller holds its turns already, so no layer"
-        " returns them (nor counts them as news from other channels).",
+        " returns them (nor counts them as news from other channels), and what earlier"
+        " recalls of the session gave it, which an ambient recall leaves out (a startup"
+        " recall is a clean context: it starts again).",
     )
     answering: list[Annotated[str, Field(pattern=EVENT_UID_PATTERN)]] = Field(
         default_factory=list,
@@ -72,7 +74,7 @@ class LayerReport(BaseModel):
     detail: str | None = None
 
 
-Reason = Literal["duplicate", "max_tokens", "max_chars"]
+Reason = Literal["duplicate", "held", "max_tokens", "max_chars"]
 """Why fusion dropped an item: a better item is the same memory, or it is past a budget."""
 
 

@@ -263,12 +263,15 @@ def search(
     query_vector: np.ndarray | None = None,
     files: list[str] | None = None,
     reranked: bool = True,
+    floor: float = 0.0,
 ) -> SearchResponse:
     """Ranked excerpts of the entity's memory for the request (see the module doc).
     `query_vector`: the query embedded already (recall embeds its context once).
     `files`: only chunks of these files (home-relative paths), before ranking.
     `reranked`: the first PPS_SEARCH_RERANK candidates read by the reranker, as many as
-    its time budget allows."""
+    its time budget allows. `floor`: what is less similar to the query by meaning (its
+    cosine) is left out, unless it holds an identifier of the query (recall's relevance
+    floor); not where the query could not be embedded (ranked by words alone)."""
     request.check()
     categories = index.settings.fragment_categories
     if categories and request.category is not None and request.category not in categories:
@@ -282,7 +285,11 @@ def search(
         )
         if attempt == 0 and query_vector is None:
             query_vector, fallback = _embed_query(index, request.query)
-        ranked = _rank(index, entity, request, query_vector, (where, params, simple), keyword)
+        ranked, cosine = _rank(
+            index, entity, request, query_vector, (where, params, simple), keyword
+        )
+        if floor and query_vector is not None:
+            ranked = _above(index, ranked, cosine, floor, request.query)
         results, stale, said = _materialise(index, entity, ranked, request, reranked)
         if not stale or attempt == 2:
             break
@@ -311,7 +318,7 @@ def normalise_tags(tags: list[str]) -> list[str]:
 
 def _embed_query(index: Index, query: str) -> tuple[np.ndarray | None, str | None]:
     try:
-        return index.embedder(wait=False).embed_one(query), None
+        return index.embedder(wait=False).embed_query(query), None
     except embeddings.Unavailable:
         return None, "bm25"
 
@@ -368,13 +375,15 @@ def _where(entity: str, request: SearchRequest, kinds, files=None) -> tuple[str,
     return " AND ".join(clauses), params, simple
 
 
-def _rank(index, entity, request, query_vector, condition, keyword) -> list[tuple[int, float]]:
-    """(chunk id, fused score before adjustments), best first."""
+def _rank(index, entity, request, query_vector, condition, keyword):
+    """(chunk id, fused score before adjustments), best first; and each candidate's
+    cosine (none without the query's vector)."""
     matrix = None if query_vector is None else index.matrix(entity)
     ids = None if matrix is None or not len(matrix) else _filtered_ids(index, condition)
     keyword_order, keyword_scores = keyword.result()
     if matrix is None or not len(matrix):
-        return _fuse(index.settings, {}, [], keyword_scores, keyword_order, keywords_only=True)
+        fused = _fuse(index.settings, {}, [], keyword_scores, keyword_order, keywords_only=True)
+        return fused, {}
     # One layout of the matrix for the mask and the lookups: vectors arrive (and rows
     # move, when it is compacted) while searches run.
     with matrix.lock:
@@ -383,9 +392,27 @@ def _rank(index, entity, request, query_vector, condition, keyword) -> list[tupl
         else:
             allowed = matrix.alive[: matrix.n] & np.isin(matrix.ids[: matrix.n], ids)
         dense_order, dense = _dense(matrix, allowed, query_vector, also=keyword_order)
-    return _fuse(
+    fused = _fuse(
         index.settings, dense, dense_order, keyword_scores, keyword_order, keywords_only=False
     )
+    return fused, dense
+
+
+def _above(index, ranked, cosine: dict[int, float], floor: float, query: str):
+    """The ranked candidates at least `floor` similar to the query by meaning, holding
+    one of its identifiers (a ticket number says nothing to the model), or without a
+    vector yet (just stored: its words found it)."""
+    wanted = identifiers(query)
+    low = [i for i, _ in ranked if cosine.get(i, floor) < floor]
+    if wanted and low:
+        held = index.db.conn.execute(
+            "SELECT id, body FROM search_chunks WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(low),),
+        )
+        kept = {r[0] for r in held if any(token in r[1] for token in wanted)}
+        low = [i for i in low if i not in kept]
+    dropped = set(low)
+    return [(i, score) for i, score in ranked if i not in dropped]
 
 
 def _keyword(index, entity, tiers, query, where, params) -> tuple[list[int], dict[int, float]]:
