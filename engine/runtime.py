@@ -98,7 +98,7 @@ class Runtime:
         models: list[tuple[str, Callable[[], object]]] = [
             (f"embedding model {self.settings.embedding_model}", self.index.embedder)
         ]
-        if self.settings.search_rerank:
+        if self.settings.search_rerank or self.settings.recall_rerank:
             models.append((f"reranker {rerank.MODEL}", rerank.get))
         self._load_beside("pps-load-models", models)
         if self.graph is not None:

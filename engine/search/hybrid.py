@@ -12,8 +12,9 @@ Then: kind weights (distilled notes above raw turns), a penalty for superseded c
 a boost when the query and a chunk share an exact identifier, a smaller one for a turn
 said by someone the query names ("what did Jeff say about the roof?"), a lower score for
 chatter, scores clamped to [0, 1]; then the reranker reads the first candidates with the
-query, as many as its time budget allows, and reorders them (engine/search/rerank.py; not
-for recall; the response says how many it read: `reranked`), and duplicates by
+query, as many as its time budget allows, and reorders them (engine/search/rerank.py;
+recall reads fewer; the response says how many it read: `reranked`); a recall's search
+finds nothing when nothing it found bears on the query (`floor`); and duplicates by
 content hash are dropped. Every file excerpt is checked against the
 file on disk before it is returned; a file that changed is re-indexed and the search
 runs again.
@@ -262,16 +263,19 @@ def search(
     kinds: tuple[str, ...] | None = None,
     query_vector: np.ndarray | None = None,
     files: list[str] | None = None,
-    reranked: bool = True,
+    reranked: bool | rerank.Reading = True,
     floor: float = 0.0,
 ) -> SearchResponse:
     """Ranked excerpts of the entity's memory for the request (see the module doc).
     `query_vector`: the query embedded already (recall embeds its context once).
     `files`: only chunks of these files (home-relative paths), before ranking.
     `reranked`: the first PPS_SEARCH_RERANK candidates read by the reranker, as many as
-    its time budget allows. `floor`: what is less similar to the query by meaning (its
-    cosine) is left out, unless it holds an identifier of the query (recall's relevance
-    floor); not where the query could not be embedded (ranked by words alone)."""
+    fit in PPS_SEARCH_RERANK_BUDGET_MS; or what a `rerank.Reading` says (recall's); or
+    none. `floor`: what is less similar to the query by meaning (its
+    cosine) is left out, unless the reranker read it as bearing on the query or it holds an
+    identifier of the query, when nothing the search found is above it (recall's relevance
+    gate, see `_above`); not where the query could not be embedded (ranked by words
+    alone)."""
     request.check()
     categories = index.settings.fragment_categories
     if categories and request.category is not None and request.category not in categories:
@@ -288,9 +292,8 @@ def search(
         ranked, cosine = _rank(
             index, entity, request, query_vector, (where, params, simple), keyword
         )
-        if floor and query_vector is not None:
-            ranked = _above(index, ranked, cosine, floor, request.query)
-        results, stale, said = _materialise(index, entity, ranked, request, reranked)
+        floored = (floor, cosine) if floor and query_vector is not None else None
+        results, stale, said = _materialise(index, entity, ranked, request, reranked, floored)
         if not stale or attempt == 2:
             break
         for path in stale:  # changed on disk behind the index: index it now, rank again
@@ -398,12 +401,22 @@ def _rank(index, entity, request, query_vector, condition, keyword):
     return fused, dense
 
 
-def _above(index, ranked, cosine: dict[int, float], floor: float, query: str):
-    """The ranked candidates at least `floor` similar to the query by meaning, holding
-    one of its identifiers (a ticket number says nothing to the model), or without a
-    vector yet (just stored: its words found it)."""
+def _above(index, scored, floored, logits: dict[int, float], query: str):
+    """The scored candidates as they are when one of them bears on the query: at least
+    `floor` similar to it by meaning (`floored`: the floor and each candidate's cosine),
+    read by the reranker as bearing on it, holding one of its identifiers (a ticket
+    number says nothing to the model), or without a vector yet (just stored: its words
+    found it); else only those that hold an identifier, if any. A gate, not a cut: an
+    answer in other words than the question's is often below the floor while a better
+    match of the same search is above it (docs/retrieval-evaluation.md, the ambient
+    path)."""
+    floor, cosine = floored
     wanted = identifiers(query)
-    low = [i for i, _ in ranked if cosine.get(i, floor) < floor]
+    low = [
+        i
+        for _, i in scored
+        if cosine.get(i, floor) < floor and logits.get(i, rerank.BEARS - 1) < rerank.BEARS
+    ]
     if wanted and low:
         held = index.db.conn.execute(
             "SELECT id, body FROM search_chunks WHERE id IN (SELECT value FROM json_each(?))",
@@ -411,8 +424,10 @@ def _above(index, ranked, cosine: dict[int, float], floor: float, query: str):
         )
         kept = {r[0] for r in held if any(token in r[1] for token in wanted)}
         low = [i for i in low if i not in kept]
+    if len(low) < len(scored):
+        return scored
     dropped = set(low)
-    return [(i, score) for i, score in ranked if i not in dropped]
+    return [(score, i) for score, i in scored if i not in dropped]
 
 
 def _keyword(index, entity, tiers, query, where, params) -> tuple[list[int], dict[int, float]]:
@@ -517,22 +532,25 @@ def _fuse(settings, dense, dense_order, keyword, keyword_order, *, keywords_only
     return sorted(fused.items(), key=lambda item: -item[1])
 
 
-def _materialise(index, entity, ranked, request, reranked: bool):
-    """Results for the ranked ids: adjusted, reranked, deduplicated, checked against
-    disk. Returns (results, paths of files that changed behind the index, how many of
-    its candidates the reranker read: "12 of 30", or None)."""
+def _materialise(index, entity, ranked, request, reranked: bool | rerank.Reading, floored):
+    """Results for the ranked ids: adjusted, reranked, above the floor (`floored`, see
+    `_above`; None: no floor), deduplicated, checked against disk. Returns (results,
+    paths of files that changed behind the index, how many of its candidates the
+    reranker read: "12 of 30", or None)."""
     scored = _adjusted(index, entity, ranked, request.query)
-    said = None
+    said, logits = None, {}
     settings = index.settings
-    if reranked and settings.search_rerank and len(scored) > 1:
-        top = settings.search_rerank
+    if reranked is True:
+        reranked = rerank.Reading(settings.search_rerank, settings.search_rerank_budget_ms)
+    if reranked and reranked.candidates and len(scored) > 1:
+        top = reranked.candidates
         head = [chunk_id for _, chunk_id in scored[:top]]
         head += _files_among(index, [chunk_id for _, chunk_id in scored[top:]], FILES_BEYOND)
         passages = _passages(index, entity, head)
-        reordered = rerank.reorder(
-            scored, request.query, passages, settings.search_rerank_budget_ms
-        )
-        scored, said = reordered.scored, reordered.said
+        reordered = rerank.reorder(scored, request.query, passages, reranked.budget_ms)
+        scored, said, logits = reordered.scored, reordered.said, reordered.logits
+    if floored is not None:
+        scored = _above(index, scored, floored, logits, request.query)
     results: list[SearchResult] = []
     seen: set[str] = set()
     stale: set[str] = set()

