@@ -19,7 +19,14 @@ from engine.store import queue
 from pps.web.memory import TABS
 from tests.conftest import AppServer
 from tests.test_ui_browser import browser_context, shots  # noqa: F401 (fixtures)
-from tests.ui_checks import SIZES, layout_problems, nav_problems, page_routes, screenshot
+from tests.ui_checks import (
+    SIZES,
+    column_problems,
+    layout_problems,
+    nav_problems,
+    page_routes,
+    screenshot,
+)
 
 # The queries that show a page's other views; a page not named here is visited bare.
 VIEWS = {
@@ -182,6 +189,35 @@ def test_a_logged_recall_shows_its_items_text_and_a_startup_recall_folds_by_laye
     first = layers.first
     first.locator("summary").click()
     expect(first.locator("tbody tr").first).to_be_visible()
+
+
+def test_every_column_of_the_recall_page_is_readable_on_a_phone_and_a_wide_screen(
+    lyra_page, server, seeded
+):
+    """On a 390 px phone (before) the kept table's text column was 44 px wide (a syllable
+    a line) and its source column reached 571 px. Each of the page's tables (the layers,
+    what was kept and dropped, a logged recall's items, folded or not) is measured column
+    by column."""
+    from playwright.sync_api import expect
+
+    page = lyra_page
+    problems = []
+    for size in SIZES:
+        page.set_viewport_size(size)
+        page.goto(server.url + "/ui/recall")
+        page.get_by_label("Context", exact=True).fill("the comfy robe and the very long word")
+        page.get_by_role("button", name="Recall").click()
+        expect(page.locator("#kept tbody tr").first).to_be_visible()
+        problems += column_problems(page)
+        page.goto(f"{server.url}/ui/recall?log={seeded['log']}")
+        expect(page.locator("#logged-items tbody tr").first).to_be_visible()
+        problems += column_problems(page)
+        page.goto(f"{server.url}/ui/recall?log={seeded['startup']}")
+        for fold in page.locator("#logged-items details").all():
+            fold.locator("summary").click()
+            expect(fold.locator("tbody tr").first).to_be_visible()
+        problems += column_problems(page) + layout_problems(page)
+    assert not problems, "\n".join(problems)
 
 
 def test_times_carry_their_zone_and_the_favicon_is_an_icon(lyra_page, server):

@@ -1,13 +1,15 @@
 """What every page of the web face must pass on a phone and on a wide screen, as a
 function any browser test imports: `layout_problems(page)` after it has loaded a page,
-`nav_problems(page, url)` for the header's links, `page_routes(app)` for the pages
+`nav_problems(page, url)` for the header's links, `column_problems(page)` for the
+columns of its tables, `page_routes(app)` for the pages
 there are (read from the app's routes, so a page added later is checked too), and
 `screenshot(page, path)` for docs/ui.md.
 
 The rule, at 390x844 and 1280x800 (`SIZES`): the document is no wider than the viewport
 (no sideways scroll), no two visible interactive elements (a, button, input, select,
 textarea, summary) are drawn over each other, and every header nav item is visible and
-lands on its page when clicked."""
+lands on its page when clicked. A page's own test adds that every column of its tables
+is readable and on the screen (`column_problems`)."""
 
 from __future__ import annotations
 
@@ -71,6 +73,51 @@ def layout_problems(page: Any) -> list[str]:
         )
     problems += [f"{page.url}: {pair}" for pair in found["over"]]
     return problems
+
+
+# Each visible cell (th, td) of each visible table: a column is measured by its cells, so a
+# row stacked as a card is measured field by field.
+_COLUMNS = """([selector, narrowest]) => {
+  const found = [];
+  const name = c => c.tagName.toLowerCase() + (c.className ? '.' + c.className : '')
+    + ' "' + c.innerText.trim().slice(0, 20) + '"';
+  for (const table of document.querySelectorAll(selector)) {
+    if (!table.checkVisibility({visibilityProperty: true})) continue;
+    const where = 'table' + (table.id ? '#' + table.id : '.' + table.className);
+    for (const cell of table.querySelectorAll('th, td')) {
+      const box = cell.getBoundingClientRect();
+      if (box.width < 1 || box.height < 1) continue;
+      if (!cell.checkVisibility({visibilityProperty: true})) continue;
+      const style = getComputedStyle(cell);
+      const line = parseFloat(style.lineHeight) || 1.2 * parseFloat(style.fontSize);
+      const text = document.createRange();
+      text.selectNodeContents(cell);
+      if (box.width < narrowest && text.getBoundingClientRect().height > 1.5 * line) {
+        found.push(`${where}: ${name(cell)} is ${Math.round(box.width)} px wide, its text wrapped`);
+      }
+      if (box.right > window.innerWidth + 0.5) {
+        found.push(`${where}: ${name(cell)} reaches ${Math.round(box.right)} px,`
+          + ` past the ${window.innerWidth} px viewport`);
+      }
+      if (cell.scrollWidth > cell.clientWidth + 1) {
+        found.push(`${where}: ${name(cell)} holds ${cell.scrollWidth} px in ${cell.clientWidth}`);
+      }
+    }
+  }
+  return [...new Set(found)];
+}"""
+
+
+def column_problems(page: Any, selector: str = "table", narrowest: int = 60) -> list[str]:
+    """What is wrong with the columns of the page's visible tables (`selector`), in words
+    (empty: nothing). Every visible cell (so every column, and every field of a row shown
+    as a card) is at least `narrowest` px wide unless its text fits on one line in it (a
+    rank of "3" needs no 60 px; a text one syllable a line does), and no cell reaches
+    past the viewport's right edge or holds more than its width (a table that scrolls in
+    its own box still hides its last columns)."""
+    page.wait_for_load_state("load")
+    found = page.evaluate(_COLUMNS, [selector, narrowest])
+    return [f"{page.url}: {problem}" for problem in found]
 
 
 def nav_problems(page: Any, url: str) -> list[str]:
