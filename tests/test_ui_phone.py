@@ -314,6 +314,114 @@ def test_the_audit_form_without_the_script_undoes_a_judgment(server, seeded):
     ui.http.close()
 
 
+@pytest.fixture(scope="module")
+def crowded(server) -> str:
+    """An entity as a companion's first weeks leave it: 35 sessions of three
+    turns in two channels, and 10 startup recalls logged, each of about 110 items. Its
+    token."""
+    token = entities.create(server.db, "crowded")
+    bearer = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=server.url, headers=bearer, timeout=120) as api:
+        turns = [
+            {
+                "channel": ("terminal", "discord")[n % 2],
+                "session_id": f"0b6c{n:04d}-8d2a-4f11-9c3e-51a7e1c0aa{n:02d}",
+                "author": ("jeff", "lyra", "jeff")[i],
+                "content": f"session {n}, turn {i}: the kettle, the robe and the garden",
+            }
+            for n in range(35)
+            for i in range(3)
+        ]
+        api.post("/v1/events", json=turns).raise_for_status()
+        for _ in range(10):
+            ask = {"context": "startup", "limit_per_layer": 50}
+            api.post("/v1/recall", json=ask).raise_for_status()
+    return token
+
+
+@pytest.fixture
+def crowded_page(browser_context, server, crowded):  # noqa: F811
+    """A page signed in as the crowded entity; signed out after the test."""
+    page = browser_context.new_page()
+    page.goto(server.url + "/ui")
+    page.get_by_label("Token").fill(crowded)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/ui/timeline")
+    yield page
+    page.goto(server.url + "/ui/timeline")
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url("**/ui")
+    page.close()
+
+
+def test_the_audit_of_ten_startup_recalls_is_a_few_screens_and_its_folds_are_judged(
+    crowded_page, server
+):
+    """Before: 10 startup recalls of about 110 items made an audit page 171,440 px tall
+    on a phone. A recall of more than 20 items is folded by layer; an opened layer's items
+    are judged from the keyboard and by their buttons."""
+    from playwright.sync_api import expect
+
+    page = crowded_page
+    problems = []
+    for size in SIZES:
+        page.set_viewport_size(size)
+        page.goto(server.url + "/ui/audit?seed=3&n=10")
+        recalls = page.locator("article.judge-recall")
+        expect(recalls.first).to_be_visible()
+        assert recalls.count() == 10
+        assert page.locator("li.judge-item").count() > 10 * 100  # all there, folded
+        tall = page.evaluate("() => document.documentElement.scrollHeight")
+        assert tall < 10 * size["height"], f"{tall} px at {size}"
+        problems += layout_problems(page)
+    fold = page.locator("article.judge-recall details.fold").first
+    expect(fold.locator("summary")).to_contain_text(re.compile(r"\d+ items · best #\d+ · 0 judged"))
+    items = fold.locator("li.judge-item")
+    before = page.locator("#p-counts").inner_text()
+    page.keyboard.press("y")  # nothing is current while every item is folded
+    expect(page.locator("li.judge-item.current")).to_have_count(0)
+    fold.locator("summary").click()
+    expect(items.first).to_have_class(re.compile(r"\bcurrent\b"))
+    page.keyboard.press("y")
+    expect(items.first).to_have_class(re.compile(r"\byes\b"))
+    expect(page.locator("#p-counts")).not_to_have_text(before)
+    expect(items.nth(1)).to_have_class(re.compile(r"\bcurrent\b"))
+    items.nth(1).get_by_role("button", name="not (n)").click()
+    expect(items.nth(1)).to_have_class(re.compile(r"\bno\b"))
+    page.reload()  # stored, and the fold says so
+    expect(fold.locator("summary")).to_contain_text("2 judged")
+    expect(page.locator("li.judge-item.yes")).to_have_count(1)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_timelines_first_screen_shows_events_and_sessions_by_time_and_size(
+    crowded_page, server
+):
+    """Before: 30 bare session ids filled a phone's first screen (its first event began
+    at 1,282 px). The first 844 px now show events; each session is named by its last
+    turn's time and its count, the latest few shown and the rest folded."""
+    from playwright.sync_api import expect
+
+    page = crowded_page
+    problems = []
+    for size in SIZES:
+        page.set_viewport_size(size)
+        page.goto(server.url + "/ui/timeline")
+        first = page.locator("#events li.event").first
+        expect(first).to_be_visible()
+        box = first.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= size["height"], (size, box)
+        problems += layout_problems(page)
+    sessions = page.locator("#sessions li")
+    expect(sessions.first).to_contain_text(re.compile(r"UTC.*3 events"))
+    more = page.locator("#sessions details")
+    expect(more.locator("summary")).to_contain_text(re.compile(r"\d+ more"))
+    assert more.locator("li").count() > 0 and not more.locator("li").first.is_visible()
+    more.locator("summary").click()
+    expect(more.locator("li").first).to_be_visible()
+    assert not problems, "\n".join(problems)
+
+
 @pytest.mark.graph
 def test_the_graph_page_says_extraction_waits_for_an_llm_on_either_screen(
     browser_context,  # noqa: F811

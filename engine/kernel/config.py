@@ -191,7 +191,7 @@ class Settings(ClientSettings):
         " context, to choose the turns it injects (0: off).",
     )
     recall_rerank_budget_ms: float = Field(
-        40.0,
+        30.0,
         gt=0,
         description="Time the reranker gets in an ambient recall: it reads as many of those"
         " candidates as it can in it.",

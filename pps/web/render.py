@@ -41,6 +41,9 @@ def when(value: str | None, seconds: bool = False) -> str:
 
 
 templates.env.filters["when"] = when
+# A recall of more items than this (a startup recall) is shown folded, one closed part per
+# layer: on the recall page and in the audit.
+templates.env.globals["FOLD_OVER"] = 20
 NAV = (
     ("timeline", "Timeline"),
     ("recall", "Recall"),

@@ -81,27 +81,47 @@
 })();
 
 
-// The audit: j/k (or the arrows) move between items, y/1 and n/0 judge the current one
-// (POST /ui/api/audit/judgments with the session's CSRF token in X-CSRF-Token), then the
-// next is current; precision beside the items is redrawn from the answer.
+// The audit: j/k (or the arrows) move between the items on show (a big recall's closed
+// layers are skipped; opening one makes its first item current), y/1 and n/0 judge the
+// current one (POST /ui/api/audit/judgments with the session's CSRF token in
+// X-CSRF-Token), then the next is current; precision beside the items is redrawn from
+// the answer.
 (function () {
   const audit = document.getElementById("audit");
   if (!audit) return;
   const items = Array.from(audit.querySelectorAll("li.judge-item"));
-  let current = -1;
+  let current = null;
 
   function pct(p) {
     return p === null || p === undefined ? "–" : Math.round(p * 100) + "%";
   }
 
-  function focus(i) {
-    if (!items.length) return;
-    current = Math.max(0, Math.min(items.length - 1, i));
-    for (const item of items) item.classList.remove("current");
-    const item = items[current];
+  function focus(item) {
+    if (!item) return;
+    if (current) current.classList.remove("current");
+    current = item;
     item.classList.add("current");
     item.focus({ preventScroll: true });
     item.scrollIntoView({ block: "nearest" });
+  }
+
+  // The item on show after `from` (step 1) or before it (step -1); from the start when
+  // `from` is null; null when there is none.
+  function near(from, step) {
+    let i = from === null ? (step > 0 ? -1 : items.length) : items.indexOf(from);
+    for (i += step; i >= 0 && i < items.length; i += step) {
+      if (!items[i].closest("details:not([open])")) return items[i];
+    }
+    return null;
+  }
+
+  // A layer's count of judged items, in its summary.
+  function recount(item) {
+    const fold = item.closest("details.fold");
+    if (fold) {
+      const judged = fold.querySelectorAll("li.yes, li.no").length;
+      fold.querySelector(".judged").textContent = judged + " judged";
+    }
   }
 
   function cell(row, text, className) {
@@ -182,6 +202,7 @@
     if (answer === null) return;
     item.classList.add(relevant ? "yes" : "no");
     item.querySelector(".verdict").textContent = relevant ? "relevant" : "not relevant";
+    recount(item);
     redraw(answer.precision);
   }
 
@@ -190,37 +211,47 @@
     const answer = await send("/ui/api/audit/undo", item, {});
     if (answer === null) return;
     item.querySelector(".verdict").textContent = "";
+    recount(item);
     redraw(answer.precision);
   }
 
-  items.forEach((item, i) => {
-    item.addEventListener("click", () => focus(i));
+  for (const item of items) {
+    item.addEventListener("click", () => focus(item));
     item.querySelector("form.verdicts").addEventListener("submit", (event) => {
       event.preventDefault();
       const value = event.submitter ? event.submitter.value : "";
-      focus(i);
+      focus(item);
       if (value === "undo") undo(item);
-      else judge(item, value === "1").then(() => focus(i + 1));
+      else judge(item, value === "1").then(() => focus(near(item, 1)));
     });
-  });
+  }
+
+  for (const fold of audit.querySelectorAll("details.fold")) {
+    fold.addEventListener("toggle", () => {
+      if (fold.open) focus(fold.querySelector("li.judge-item"));
+      else if (current && fold.contains(current)) {
+        current.classList.remove("current");
+        current = null;
+      }
+    });
+  }
 
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const tag = (event.target.tagName || "").toLowerCase();
     if (tag === "input" || tag === "textarea" || tag === "select") return;
     const key = event.key;
-    if (key === "j" || key === "ArrowDown") focus(current + 1);
-    else if (key === "k" || key === "ArrowUp") focus(current - 1);
-    else if ((key === "y" || key === "1" || key === "n" || key === "0") && current >= 0) {
-      const item = items[current];
-      const at = current;
-      judge(item, key === "y" || key === "1").then(() => focus(at + 1));
-    } else if (key === "u" && current >= 0) undo(items[current]);
+    if (key === "j" || key === "ArrowDown") focus(near(current, 1));
+    else if (key === "k" || key === "ArrowUp") focus(near(current, -1));
+    else if ((key === "y" || key === "1" || key === "n" || key === "0") && current) {
+      const item = current;
+      judge(item, key === "y" || key === "1").then(() => focus(near(item, 1)));
+    } else if (key === "u" && current) undo(current);
     else return;
     event.preventDefault();
   });
 
-  if (items.length) focus(0);
+  focus(near(null, 1));
 })();
 
 // A delete asks first: a form with data-confirm submits only when the person says yes.
