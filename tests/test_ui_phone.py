@@ -394,6 +394,34 @@ def test_the_audit_of_ten_startup_recalls_is_a_few_screens_and_its_folds_are_jud
     assert not problems, "\n".join(problems)
 
 
+def test_the_timelines_first_screen_shows_events_and_sessions_by_time_and_size(
+    crowded_page, server
+):
+    """Before: 30 bare session ids filled a phone's first screen (its first event began
+    at 1,282 px). The first 844 px now show events; each session is named by its last
+    turn's time and its count, the latest few shown and the rest folded."""
+    from playwright.sync_api import expect
+
+    page = crowded_page
+    problems = []
+    for size in SIZES:
+        page.set_viewport_size(size)
+        page.goto(server.url + "/ui/timeline")
+        first = page.locator("#events li.event").first
+        expect(first).to_be_visible()
+        box = first.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= size["height"], (size, box)
+        problems += layout_problems(page)
+    sessions = page.locator("#sessions li")
+    expect(sessions.first).to_contain_text(re.compile(r"UTC\s+3 events · 0b6c"))
+    more = page.locator("#sessions details")
+    expect(more.locator("summary")).to_contain_text(re.compile(r"\d+ more"))
+    assert more.locator("li").count() > 0 and not more.locator("li").first.is_visible()
+    more.locator("summary").click()
+    expect(more.locator("li").first).to_be_visible()
+    assert not problems, "\n".join(problems)
+
+
 @pytest.mark.graph
 def test_the_graph_page_says_extraction_waits_for_an_llm_on_either_screen(
     browser_context,  # noqa: F811
