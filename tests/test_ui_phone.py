@@ -39,7 +39,7 @@ VIEWS = {
 SHOWN = {  # and the sign-in page, before signing in: ui-sign-in-*.png
     "/ui/timeline": "timeline",
     "/ui/around?event={event}": "around",
-    "/ui/recall": "recall",
+    "/ui/recall?log={log}": "recall",
     "/ui/recall?log={startup}": "recall-startup",
     "/ui/queue": "queue",
     "/ui/audit": "audit",
@@ -355,7 +355,9 @@ def crowded_page(browser_context, server, crowded):  # noqa: F811
 
 
 def test_the_audit_of_ten_startup_recalls_is_a_few_screens_and_its_folds_are_judged(
-    crowded_page, server
+    crowded_page,
+    server,
+    shots,  # noqa: F811
 ):
     """Before: 10 startup recalls of about 110 items made an audit page 171,440 px tall
     on a phone. A recall of more than 20 items is folded by layer; an opened layer's items
@@ -374,6 +376,8 @@ def test_the_audit_of_ten_startup_recalls_is_a_few_screens_and_its_folds_are_jud
         tall = page.evaluate("() => document.documentElement.scrollHeight")
         assert tall < 10 * size["height"], f"{tall} px at {size}"
         problems += layout_problems(page)
+        suffix = "phone" if size["width"] < 760 else "wide"
+        screenshot(page, shots / f"ui-audit-startup-{suffix}.png")
     fold = page.locator("article.judge-recall details.fold").first
     expect(fold.locator("summary")).to_contain_text(re.compile(r"\d+ items · best #\d+ · 0 judged"))
     items = fold.locator("li.judge-item")
