@@ -48,9 +48,10 @@ def ambient_recall(
     context="startup": your newest crystals, recent summaries, recent word-photos,
     where you are, and the newest turns since the last summary. Otherwise pass the moment
     (the message you are answering) and get the word-photos, facts, past turns,
-    summaries and things that resonate with it. Give your channel and session_id so that
-    only other channels count as news and your session's own turns (you have them) are
-    never recalled, and in `answering` the event_uids of the message
+    summaries and things that resonate with it (nothing, when nothing in memory bears on
+    it). Give your channel and session_id so that only other channels count as news, and
+    your session's own turns and what earlier recalls of the session gave you (you have
+    them) are not recalled again, and in `answering` the event_uids of the message
     you answer if you stored it (it is never recalled back to you). Returns `context` (a
     block ready to read), the items with their sources, and a manifest of each layer's
     status; trace=true shows why each item surfaced."""

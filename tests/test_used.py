@@ -187,7 +187,8 @@ def test_the_audit_and_recall_pages_and_audit_score_show_the_used_share(
         assert shown in page, path
         assert '<tr data-layer="anchors"><td>anchors</td>' in page, path
     entry_id = logged(api)[0]["id"]
-    assert '<td class="used">used</td>' in ui.get(f"/ui/recall?log={entry_id}").text
+    logged_page = ui.get(f"/ui/recall?log={entry_id}").text
+    assert '<td class="used" data-label="used?">used</td>' in logged_page
 
     audit_score.used_shares(server.data_dir, [api.entity], graph_backend="none")
     printed = capsys.readouterr().out
