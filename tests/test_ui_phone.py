@@ -154,13 +154,12 @@ def test_every_page_fits_the_screen_and_nothing_is_drawn_over_anything(
     assert not problems, "\n".join(problems)
 
 
-@pytest.fixture
-def lyra_page(browser_context, server, seeded):  # noqa: F811
-    """A wide screen signed in as the seeded entity; signed out after the test."""
-    page = browser_context.new_page()
+def _signed_in(context, server, token: str):
+    """A wide screen of the browser `context` signed in with `token`; signed out after."""
+    page = context.new_page()
     page.set_viewport_size(SIZES[1])
     page.goto(server.url + "/ui")
-    page.get_by_label("Token").fill(seeded["token"])
+    page.get_by_label("Token").fill(token)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url("**/ui/timeline")
     yield page
@@ -168,6 +167,12 @@ def lyra_page(browser_context, server, seeded):  # noqa: F811
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url("**/ui")
     page.close()
+
+
+@pytest.fixture
+def lyra_page(browser_context, server, seeded):  # noqa: F811
+    """Signed in as the seeded entity."""
+    yield from _signed_in(browser_context, server, seeded["token"])
 
 
 def test_a_logged_recall_shows_its_items_text_and_a_startup_recall_folds_by_layer(
@@ -341,17 +346,8 @@ def crowded(server) -> str:
 
 @pytest.fixture
 def crowded_page(browser_context, server, crowded):  # noqa: F811
-    """A page signed in as the crowded entity; signed out after the test."""
-    page = browser_context.new_page()
-    page.goto(server.url + "/ui")
-    page.get_by_label("Token").fill(crowded)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url("**/ui/timeline")
-    yield page
-    page.goto(server.url + "/ui/timeline")
-    page.get_by_role("button", name="Sign out").click()
-    page.wait_for_url("**/ui")
-    page.close()
+    """Signed in as the crowded entity."""
+    yield from _signed_in(browser_context, server, crowded)
 
 
 def test_the_audit_of_ten_startup_recalls_is_a_few_screens_and_its_folds_are_judged(
