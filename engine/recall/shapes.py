@@ -75,7 +75,8 @@ class LayerReport(BaseModel):
 
 
 Reason = Literal["duplicate", "held", "max_tokens", "max_chars"]
-"""Why fusion dropped an item: a better item is the same memory, or it is past a budget."""
+"""Why an item was dropped: a better item is the same memory, the session holds it
+already, or it is past a budget."""
 
 
 class Dropped(BaseModel):

@@ -271,11 +271,10 @@ def search(
     `files`: only chunks of these files (home-relative paths), before ranking.
     `reranked`: the first PPS_SEARCH_RERANK candidates read by the reranker, as many as
     fit in PPS_SEARCH_RERANK_BUDGET_MS; or what a `rerank.Reading` says (recall's); or
-    none. `floor`: what is less similar to the query by meaning (its
-    cosine) is left out, unless the reranker read it as bearing on the query or it holds an
-    identifier of the query, when nothing the search found is above it (recall's relevance
-    gate, see `_above`); not where the query could not be embedded (ranked by words
-    alone)."""
+    none. `floor`: recall's relevance gate (see `_above`): when nothing found bears on
+    the query (at least this similar to it by meaning, read by the reranker as bearing
+    on it, or holding one of its identifiers), only what holds an identifier is kept;
+    not where the query could not be embedded (ranked by words alone)."""
     request.check()
     categories = index.settings.fragment_categories
     if categories and request.category is not None and request.category not in categories:
@@ -418,11 +417,11 @@ def _above(index, scored, floored, logits: dict[int, float], query: str):
         if cosine.get(i, floor) < floor and logits.get(i, rerank.BEARS - 1) < rerank.BEARS
     ]
     if wanted and low:
-        held = index.db.conn.execute(
+        rows = index.db.conn.execute(
             "SELECT id, body FROM search_chunks WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(low),),
         )
-        kept = {r[0] for r in held if any(token in r[1] for token in wanted)}
+        kept = {r[0] for r in rows if any(token in r[1] for token in wanted)}
         low = [i for i in low if i not in kept]
     if len(low) < len(scored):
         return scored
