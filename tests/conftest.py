@@ -12,10 +12,13 @@ after a crash, the `pps` command, hooks run as Claude Code runs them) still star
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -53,6 +56,22 @@ def unless_required(problem: str | None, setting: str) -> None:
     if os.environ.get(setting) == "1":
         pytest.fail(f"{setting}=1 but {problem}")
     pytest.skip(problem)
+
+
+def script_answer(script: str, *args: str, env: dict | None = None) -> tuple[Any, str]:
+    """Run `script` in a fresh Python from the repository's root with `args` (a process of
+    its own: what it imports or connects to is the test); the JSON of its last line of
+    output, and what it wrote to stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1]), done.stderr
 
 
 def wait_for(condition: Callable[[], T], timeout: float = 15.0, what: str = "the condition") -> T:

