@@ -25,6 +25,13 @@ shape, an empty answer (the schema's smallest value), or slowly (`slow_s`, then
 normally), for the next N calls or until told otherwise. An error comes in the shape of
 the wire it answers (OpenAI's `{"error": {"type", "code"}}`, Anthropic's `{"type":
 "error", "error": {"type"}}`). It counts calls, and the calls on each wire.
+
+On the chat wire it can be one of the servers people run locally (`server`, one of
+SERVERS), each with what it says in `GET /v1/models` and what it does with each
+`response_format`, as their source has it (docs/settings.md, "Structured output"):
+llama.cpp's `llama-server` (and one from before it took `json_schema`),
+llama-cpp-python's server, Ollama's `/v1`, vLLM and LM Studio, their refusals in their
+own status and words.
 """
 
 from __future__ import annotations
@@ -54,6 +61,82 @@ FAULTS = (
     "slow",
 )
 REFUSAL = "I'm sorry, but I can't help with that request."
+LLAMA_SERVER_REFUSAL = 'response_format type must be one of "text" or "json_object", but got: '
+LLAMA_CPP_PYTHON_REFUSAL = (
+    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}]"
+)
+LM_STUDIO_REFUSAL = "'response_format.type' must be 'json_schema' or 'text'"
+SERVERS: dict[str, dict[str, Any]] = {
+    # owned_by: what GET /v1/models says; takes: the response_format types it accepts
+    # (a schema beside json_object constrains the reply where `schema_in_json_object`);
+    # the others are refused by `refuse` (status, body).
+    "stub": {
+        "owned_by": "stub",
+        "takes": {"text", "json_object", "json_schema"},
+        "schema_in_json_object": True,
+    },
+    "llama-server": {  # tools/server/server-common.cpp: both, the schema constrains
+        "owned_by": "llamacpp",
+        "takes": {"text", "json_object", "json_schema"},
+        "schema_in_json_object": True,
+        "refuse": lambda kind: (
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": LLAMA_SERVER_REFUSAL + kind,
+                    "type": "invalid_request_error",
+                }
+            },
+        ),
+    },
+    "llama-server-2024": {  # before json_schema was read (and ik_llama.cpp until 2025-09)
+        "owned_by": "llamacpp",
+        "takes": {"text", "json_object"},
+        "schema_in_json_object": True,
+        "refuse": lambda kind: (
+            500,
+            {
+                "error": {
+                    "code": 500,
+                    "message": LLAMA_SERVER_REFUSAL + kind,
+                    "type": "server_error",
+                }
+            },
+        ),
+    },
+    "llama-cpp-python": {  # llama_cpp/server/types.py: type Literal["text", "json_object"]
+        "owned_by": "me",
+        "takes": {"text", "json_object"},
+        "schema_in_json_object": True,
+        "refuse": lambda kind: (
+            500,
+            {
+                "error": {
+                    "message": LLAMA_CPP_PYTHON_REFUSAL,
+                    "type": "internal_server_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        ),
+    },
+    "ollama": {  # openai/openai.go: json_object is format "json", a schema beside it dropped
+        "owned_by": "library",
+        "takes": {"text", "json_object", "json_schema"},
+    },
+    "vllm": {  # ResponseFormat: a schema beside json_object is an ignored extra field
+        "owned_by": "vllm",
+        "takes": {"text", "json_object", "json_schema"},
+    },
+    "lmstudio": {  # 400, its error a bare string
+        "owned_by": "organization_owner",
+        "takes": {"text", "json_schema"},
+        "refuse": lambda kind: (400, {"error": LM_STUDIO_REFUSAL}),
+    },
+}
 WIRES = ("chat", "responses", "messages")
 _STOP = frozenset(
     re.findall(
@@ -75,9 +158,16 @@ class StubLLM:
     `host` names another of this machine's addresses (one containers reach)."""
 
     def __init__(
-        self, *, llama_cpp: bool = False, model: str = "stub-extractor", host: str = "127.0.0.1"
+        self,
+        *,
+        llama_cpp: bool = False,
+        server: str = "stub",
+        model: str = "stub-extractor",
+        host: str = "127.0.0.1",
     ):
-        self.llama_cpp = llama_cpp
+        assert server in SERVERS, server
+        self.server = "llama-server-2024" if llama_cpp else server
+        """Which server's models listing and response_format handling it has (SERVERS)."""
         self.model = model
         self.slow_s = 1.0
         self.api_key: str | None = None
@@ -98,6 +188,15 @@ class StubLLM:
         self._server = ThreadingHTTPServer((host, 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
+
+    @property
+    def llama_cpp(self) -> bool:
+        """A llama.cpp server that takes no json_schema (the form older tests set)."""
+        return self.server == "llama-server-2024"
+
+    @llama_cpp.setter
+    def llama_cpp(self, on: bool) -> None:
+        self.server = "llama-server-2024" if on else "stub"
 
     @property
     def url(self) -> str:
@@ -163,8 +262,15 @@ class StubLLM:
         """`POST /v1/chat/completions`: the OpenAI-compatible chat wire."""
         fmt = request.get("response_format") or {}
         self.formats.append(fmt.get("type", "none") + ("+schema" if "schema" in fmt else ""))
-        if self.llama_cpp and fmt.get("type") == "json_schema":
-            return 400, _openai_error(400, "response_format type json_schema is not supported")
+        server = SERVERS[self.server]
+        if fmt and fmt.get("type") not in server["takes"]:
+            with self._lock:
+                self.calls += 1
+                self.by_wire["chat"] += 1
+                self.faults_served["response_format"] += 1
+            return server["refuse"](str(fmt.get("type")))
+        if fmt.get("type") == "json_object" and not server.get("schema_in_json_object"):
+            fmt = {"type": "json_object"}  # what it does with a schema beside json_object
         messages = request.get("messages") or []
         prompt = "\n".join(m.get("content") or "" for m in messages)
         status, content = self._think("chat", _schema(fmt, prompt), prompt)
@@ -367,7 +473,7 @@ class StubLLM:
         return 200, content
 
     def models(self) -> dict:
-        owner = "llamacpp" if self.llama_cpp else "stub"
+        owner = SERVERS[self.server]["owned_by"]
         return {
             "object": "list",
             "data": [{"id": self.model, "object": "model", "type": "model", "owned_by": owner}],

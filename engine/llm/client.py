@@ -43,6 +43,7 @@ from graphiti_core.prompts.models import Message
 from pydantic import BaseModel, ValidationError
 
 from engine.kernel.config import Settings
+from engine.llm import dialect
 from engine.llm.budget import Usage
 from engine.llm.endpoint import NOT_CONFIGURED, NotConfigured
 
@@ -158,10 +159,9 @@ def client(settings: Settings) -> LLMClient:
     )
     if provider == "openai":
         return _OpenAI(config=config, client=sdk)
-    mode = settings.llm_response_format
-    if mode == "auto":
-        mode = detect_response_format(settings)
-    return _Compatible(config, sdk, mode)
+    if settings.llm_response_format != "auto":
+        return _Compatible(config, sdk, settings.llm_response_format)
+    return _Compatible(config, sdk, detect_response_format(settings), learn=settings)
 
 
 def ask(settings: Settings, system: str, prompt: str, answer: type[Answer], usage: Usage) -> Answer:
@@ -241,9 +241,15 @@ def _failure(exc: BaseException, settings: Settings) -> Failed:
     return Failed(f"the LLM call failed: {type(exc).__name__}: {exc}"[:300], unavailable=False)
 
 
-def detect_response_format(settings: Settings) -> Literal["json_schema", "json_object_schema"]:
-    """llama.cpp servers reject OpenAI's `json_schema` but accept `json_object` with the
-    schema inside; they say who they are in /models (`owned_by: llamacpp`)."""
+def detect_response_format(settings: Settings) -> dialect.Dialect:
+    """What an endpoint is first asked in, with PPS_LLM_RESPONSE_FORMAT=auto: what it was
+    found to speak before (engine.llm.dialect), else `json_object_schema` for a server
+    that says it is llama.cpp's in /models (`owned_by: llamacpp`: every llama-server
+    version takes it, older ones no `json_schema`), else `json_schema`, which a server
+    that needs the other refuses in words `_Compatible` learns from."""
+    learned = dialect.remembered(settings)
+    if learned is not None:
+        return learned.dialect
     base = (settings.llm_base_url or "").rstrip("/")
     if not base:
         return "json_schema"
@@ -254,9 +260,13 @@ def detect_response_format(settings: Settings) -> Literal["json_schema", "json_o
         listing = httpx.get(f"{base}/models", headers=headers, timeout=5).json()
         owners = {m.get("owned_by") for m in listing.get("data", []) if isinstance(m, dict)}
     except (httpx.HTTPError, ValueError, AttributeError):
-        log.warning("could not ask %s/models who serves it; assuming json_schema", base)
+        log.warning("could not ask %s/models who serves it; starting with json_schema", base)
         return "json_schema"
-    return "json_object_schema" if "llamacpp" in owners else "json_schema"
+    if "llamacpp" in owners:
+        return dialect.remember(
+            settings, "json_object_schema", "GET /models says owned_by llamacpp"
+        ).dialect
+    return "json_schema"
 
 
 class _Counted:
@@ -363,19 +373,72 @@ class _Anthropic(_Counted, _AnthropicOnce):
 
 
 class _Compatible(_Counted, OpenAIGenericClient):
-    """Any OpenAI-compatible chat endpoint, in one of three structured-output dialects."""
+    """Any OpenAI-compatible chat endpoint, in one of three structured-output dialects.
 
-    def __init__(self, config: LLMConfig, sdk: openai.AsyncOpenAI, mode: str):
-        structured: Literal["json_schema", "json_object"] = (
-            "json_schema" if mode == "json_schema" else "json_object"
-        )
-        super().__init__(config, client=sdk, structured_output_mode=structured)
+    With `learn` (the settings, when PPS_LLM_RESPONSE_FORMAT is auto), a refusal of the
+    dialect spoken that names the `response_format` types the server accepts switches to
+    the other and asks again at once (one more call, counted like any), and the dialect
+    is remembered for the endpoint (engine.llm.dialect)."""
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        sdk: openai.AsyncOpenAI,
+        mode: str,
+        *,
+        learn: Settings | None = None,
+    ):
+        super().__init__(config, client=sdk, structured_output_mode="json_schema")
+        self.learn = learn
         self.response_format_mode = mode
+
+    @property  # type: ignore[override]
+    def structured_output_mode(self) -> Literal["json_schema", "json_object"]:
+        """Graphiti's own switch: in json_object and json_object_schema the schema goes
+        into the prompt too (a grammar constrains the reply, and the model reads what
+        is asked)."""
+        return "json_schema" if self.response_format_mode == "json_schema" else "json_object"
+
+    @structured_output_mode.setter
+    def structured_output_mode(self, _: str) -> None:
+        pass  # set by Graphiti's __init__; response_format_mode decides
 
     def _build_response_format(self, response_model) -> dict[str, Any]:
         if self.response_format_mode == "json_object_schema" and response_model is not None:
             return {"type": "json_object", "schema": response_model.model_json_schema()}
         return super()._build_response_format(response_model)
+
+    async def _generate_response(  # type: ignore[override]
+        self,
+        messages: list[Message],
+        response_model: type[BaseModel] | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        model_size: ModelSize = ModelSize.medium,
+        *,
+        model: str | None = None,
+    ) -> dict[str, Any]:
+        sent = self.response_format_mode
+        try:
+            return await super()._generate_response(
+                messages, response_model, max_tokens, model_size, model=model
+            )
+        except openai.APIStatusError as exc:
+            if self.learn is None or response_model is None or sent not in dialect.DIALECTS:
+                raise
+            answer = dialect.switch(sent, f"{exc} {exc.body}")  # type: ignore[arg-type]
+            if answer is None:
+                raise
+            said = f"{exc.status_code} to {sent}: {exc.message}"
+            self.response_format_mode = dialect.remember(self.learn, answer, said).dialect
+        if self.structured_output_mode == "json_object" and response_model is not None:
+            # As Graphiti's generate_response words it when it knows the mode beforehand.
+            schema = json.dumps(response_model.model_json_schema())
+            messages[
+                -1
+            ].content += f"\n\nRespond with a JSON object in the following format:\n\n{schema}"
+        return await super()._generate_response(
+            messages, response_model, max_tokens, model_size, model=model
+        )
 
     # Graphiti's is tenacity's retrying wrapper, which mypy does not take for a method.
     async def _generate_response_with_retry(  # type: ignore[override]

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from engine.kernel.config import Settings
+from engine.llm import dialect
 
 NOT_CONFIGURED = (
     "no extraction LLM is configured (LLM_PROVIDER=none): graph jobs wait. Set LLM_PROVIDER "
@@ -35,6 +36,12 @@ def describe(settings: Settings) -> dict:
         "model": settings.llm_model,
         "endpoint": urlsplit(base).netloc if base else "default",
     }
+
+
+def structured_output(settings: Settings) -> dict:
+    """How an openai_compatible LLM is asked for JSON, for `pps doctor`: the setting, or
+    what was learned from the endpoint (engine.llm.dialect); nothing for the others."""
+    return dialect.describe(settings)
 
 
 def probe(settings: Settings) -> dict:

@@ -58,7 +58,10 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
     from engine.llm import endpoint  # the SDKs are not needed to ask the endpoint
 
     here = endpoint.probe(settings)
-    report.line("llm", _llm(here, endpoint.describe(settings), served))
+    report.line(
+        "llm",
+        _llm(here, endpoint.describe(settings), served) | endpoint.structured_output(settings),
+    )
 
     # The models: the server's, as it reports them; loaded here only when none runs.
     report.line("embeddings", _one(_embeddings_here(settings, served), served, "embeddings"))
