@@ -16,6 +16,7 @@ from engine.crystal import summarize
 from engine.graph import backend as graph
 from engine.runtime import Runtime
 from engine.search import embeddings, rerank
+from engine.search.index import vector_backlog
 
 _HARMLESS = ("ok", "disabled", "unconfigured", "none")
 """Statuses that degrade nothing: `none` is the backup component's "no backup yet"."""
@@ -25,7 +26,7 @@ def report(runtime: Runtime) -> dict:
     components = {"database": _database(runtime)}
     components["graph"] = graph.graph_health(runtime.graph)
     components["llm"] = graph.llm_health(runtime.graph, runtime.settings, runtime.db)
-    components["embeddings"] = embeddings.status(runtime.settings)  # down: search uses BM25
+    components["embeddings"] = _embeddings(runtime)  # down: search uses BM25
     components["reranker"] = rerank.status(runtime.settings)  # down: search ranks without it
     components["workers"] = runtime.workers.health()
     components["files"] = _files(runtime)  # files in the homes that are not indexed
@@ -51,6 +52,19 @@ def _database(runtime: Runtime) -> dict:
     full = runtime.db.out_of_space()
     if full is not None:
         state.update(status="full", error=full.error, since=full.since)
+    return state
+
+
+def _embeddings(runtime: Runtime) -> dict:
+    """The model's state, and while chunks wait for its vectors (a model change, a burst
+    of turns), how many of them have one: counts over every entity, no names."""
+    state = embeddings.status(runtime.settings)
+    backlog = vector_backlog(runtime.db, runtime.settings.embedding_model)
+    if backlog:
+        state["vectors"] = {
+            "made": sum(b.done for b in backlog),
+            "of": sum(b.total for b in backlog),
+        }
     return state
 
 

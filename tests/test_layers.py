@@ -35,6 +35,7 @@ ENGINE_RANKS = {
     "engine.recall": 8,
     "engine.runtime": 9,
     "engine.health": 9,
+    "engine.backlogs": 9,
     "engine.backup": 9,
     "engine.consistency": 9,
     "engine.forgetting": 9,

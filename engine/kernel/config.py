@@ -196,13 +196,14 @@ class Settings(ClientSettings):
         description="Time the reranker gets in an ambient recall: it reads as many of those"
         " candidates as it can in it.",
     )
-    recall_min_similarity: float = Field(
-        0.3,
+    recall_min_similarity: float | None = Field(
+        None,
         ge=0,
         le=1,
         description="An ambient recall injects turns (and file excerpts) only when one it found"
         " is at least this similar to the context by meaning (cosine), is read by the reranker"
-        " as bearing on it, or holds an identifier of it: nothing rather than noise (0: off).",
+        " as bearing on it, or holds an identifier of it: nothing rather than noise (0: off;"
+        " unset: the embedding model's own, 0.3 for MiniLM, 0.55 for bge).",
     )
     recall_startup_budget_ms: float = Field(
         2000.0, gt=0, description="Time each layer gets in startup recall."

@@ -157,7 +157,7 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
     answering = set(request.answering)
 
     vector, without = _embed_once(index, context)
-    floor = settings.recall_min_similarity
+    floor = embeddings.bears(settings)
     reading = rerank.Reading(settings.recall_rerank, settings.recall_rerank_budget_ms)
 
     # Word-photos and turns are two searches, not one split afterwards: in a single
@@ -187,12 +187,16 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
         roles = {uid: role for uid, (role, _) in known.items()}
         return [findings.search_item("turns", r, roles) for r in found[:n]]
 
+    words_only = False
+
     def graph_items() -> list[Item]:
+        nonlocal words_only
         query = texture.SearchQuery(query=context, limit=n)
         as_list = None if vector is None else vector.tolist()
         found = texture.search(runtime.graph, db, entity, query, vector=as_list)
         if found.status != "ok":
             raise LayerDown(found.status)
+        words_only = found.fallback is not None
         return [
             Item(
                 layer="graph",
@@ -242,6 +246,8 @@ def ambient(runtime: Layers, entity: str, request: RecallRequest) -> Found:
     for name in ("anchors", "turns"):
         if without is not None and manifest[name].status == "ok":
             manifest[name].detail = f"ranked by words alone: {without}"
+    if graph.status == "ok" and words_only:
+        graph.detail = "ranked by words alone: the graph's vectors are being made again"
     return results, manifest
 
 

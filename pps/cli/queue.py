@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from engine import backlogs
 from engine.store import queue
 from engine.store.db import Database
 from pps.cli.options import DataDir, EntityOpt, entity_names, settings_for
@@ -18,17 +19,21 @@ app = typer.Typer(
 
 @app.callback()
 def queue_show(ctx: typer.Context, entity: EntityOpt = None, data_dir: DataDir = None) -> None:
-    """Show jobs by state, the oldest unfinished job's age, pauses and dead jobs."""
+    """Show jobs by state, the oldest unfinished job's age, pauses, what is still being
+    made (vectors after a model change) and dead jobs."""
     if ctx.invoked_subcommand is not None:
         return
-    db = Database.open(settings_for(data_dir=data_dir))
+    settings = settings_for(data_dir=data_dir)
+    db = Database.open(settings)
     entity_names(db, entity)
-    state = queue.status(db, entity)
+    state = backlogs.queue_status(db, settings, entity)
     typer.echo("jobs  " + "  ".join(f"{name} {n}" for name, n in state.counts.items()))
     age = state.oldest_pending_age_s
     typer.echo(f"oldest unfinished job: {'none' if age is None else f'{age:.1f} s old'}")
     for p in state.paused:
         typer.echo(f"waiting  {p.entity} {p.kind}: {p.jobs} jobs since {p.since}: {p.reason}")
+    for b in state.backlogs:
+        typer.echo(f"making  {b.entity} {b.what} ({b.model}): {b.done} of {b.total}")
     for job in state.dead:
         typer.echo(
             f"dead  #{job.id} {job.entity} {job.kind} {job.key} after {job.attempts} attempts:"

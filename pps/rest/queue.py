@@ -5,17 +5,20 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel
 
+from engine import backlogs
 from engine.kernel.requests import Request
 from engine.store import queue
 from engine.store.queue import QueueStatus
-from pps.http.deps import DB, CurrentEntity
+from pps.http.deps import DB, AppSettings, CurrentEntity
 
 router = APIRouter(prefix="/v1/queue", tags=["queue"])
 
 
-@router.get("", summary="Jobs by state, the oldest unfinished job's age, dead jobs, pauses")
-def queue_status(entity: CurrentEntity, db: DB) -> QueueStatus:
-    return queue.status(db, entity)
+@router.get(
+    "", summary="Jobs by state, the oldest unfinished job's age, dead jobs, pauses, backlogs"
+)
+def queue_status(entity: CurrentEntity, db: DB, settings: AppSettings) -> QueueStatus:
+    return backlogs.queue_status(db, settings, entity)
 
 
 class RetryRequest(Request):

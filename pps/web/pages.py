@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
+from engine import backlogs
 from engine import health as checks
 from engine.capture import entities
 from engine.capture import events as capture
@@ -329,7 +330,7 @@ def queue_page(
         request,
         "queue.html",
         active="queue",
-        status=queue.status(db, session.entity),
+        status=backlogs.queue_status(db, settings, session.entity),
         health=checks.report(runtime),
         used=used,
         limits={"calls": settings.graph_daily_calls, "tokens": settings.graph_daily_tokens},
