@@ -125,6 +125,10 @@ class Score:
     def __add__(self, other: Score) -> Score:
         return Score(self.entities + other.entities, self.facts + other.facts)
 
+    @classmethod
+    def empty(cls) -> Score:
+        return cls(Counts(), Counts())
+
 
 def load(folder: Path = DATA) -> list[Episode]:
     """Every episode file of the folder, in name order; a fact naming an entity the file
