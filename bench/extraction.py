@@ -24,6 +24,8 @@ meter counts calls and total tokens (engine/llm/budget.py); the split into promp
 output tokens is read from each answer's `usage` by a pass-through meter that this
 script puts between pps and LLM_BASE_URL (so with no LLM_BASE_URL, only totals).
 `--show` prints, per episode, what was missed and what was found that no label has.
+Ctrl-C stops the run and scores the episodes that finished (a small CPU model takes
+minutes an episode).
 """
 
 from __future__ import annotations
@@ -230,6 +232,11 @@ def run(args: argparse.Namespace, settings: Settings, meter: Meter | None) -> li
                     result.output = (result.output or 0) + sum(c.output for c in calls)
             if usage is not None:
                 result.llm_seconds += usage.seconds
+                print(
+                    f"  {result.id}: extracted in {result.seconds:,.1f} s, {usage.calls} LLM"
+                    f" calls, {usage.tokens:,} tokens",
+                    file=sys.stderr,
+                )
             return usage
 
         policy = queue.Policy(
@@ -240,8 +247,8 @@ def run(args: argparse.Namespace, settings: Settings, meter: Meter | None) -> li
         start = time.monotonic()
         workers.start()
         guesses = watch(db, settings, start, len(chosen))
-        took = time.monotonic() - start
-        print_guesses(guesses, took)
+        if guesses and guesses[-1][1] == len(chosen):
+            print_guesses(guesses, time.monotonic() - start)
     finally:
         if workers is not None:
             workers.stop()
@@ -255,6 +262,8 @@ def run(args: argparse.Namespace, settings: Settings, meter: Meter | None) -> li
                 (name, episodes.JOB_KIND),
             ).fetchone()
             result.state, result.error = row["state"], row["last_error"]
+            if result.state not in FINISHED:
+                continue  # stopped before it finished: not scored
             used = db.conn.execute(
                 "SELECT calls, tokens FROM graph_usage WHERE entity = ?", (name,)
             ).fetchone()
@@ -300,6 +309,16 @@ def watch(db: Database, settings: Settings, start: float, total: int) -> list[tu
     budget spent); note the backlog estimate each time an episode finishes."""
     guesses: list[tuple] = []
     finished = -1
+    try:
+        return _watch(db, settings, start, total, guesses, finished)
+    except KeyboardInterrupt:  # Ctrl-C: score what has finished
+        print("stopped: the episodes that finished are scored", file=sys.stderr)
+        return guesses
+
+
+def _watch(
+    db: Database, settings: Settings, start: float, total: int, guesses: list, finished: int
+) -> list[tuple]:
     while True:
         counts = queue.counts(db.conn, episodes.JOB_KIND)
         done = sum(counts[s] for s in FINISHED)
@@ -355,6 +374,8 @@ def table(results: list[Result], metered: tuple[int, int] | None) -> str:
             f" | {_score(r.score)} |"
         )
     prompt, output = metered if metered is not None else (None, None)
+    if all(r.prompt is not None for r in results):  # each episode's own (one at a time)
+        prompt, output = sum(r.prompt or 0 for r in results), sum(r.output or 0 for r in results)
     done = sum(r.state == "done" for r in results)
     lines.append(
         f"| **all {len(results)}** | {sum(r.turns for r in results)} | {done} done"
@@ -445,8 +466,12 @@ def main() -> None:
         finally:
             if stub is not None:
                 stub.stop()
+    stopped = [r.id for r in results if r.score is None]
+    results = [r for r in results if r.score is not None]
     print()
     print(table(results, metered))
+    if stopped:
+        print(f"\nnot finished (stopped): {', '.join(stopped)}")
     print()
     print(summary(results))
     if args.show:
