@@ -62,10 +62,11 @@ FAULTS = (
 )
 REFUSAL = "I'm sorry, but I can't help with that request."
 LLAMA_SERVER_REFUSAL = 'response_format type must be one of "text" or "json_object", but got: '
-LLAMA_CPP_PYTHON_REFUSAL = (
-    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
-    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
-    "'ctx': {'expected': \"'text' or 'json_object'\"}}]"
+LLAMA_CPP_PYTHON_REFUSAL = (  # 0.3.36's 500, measured (its install's path shortened)
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"llama_cpp/server/app.py\", "
+    "line 376, in create_chat_completion\n    POST /v1/chat/completions"
 )
 LM_STUDIO_REFUSAL = "'response_format.type' must be 'json_schema' or 'text'"
 SERVERS: dict[str, dict[str, Any]] = {

@@ -425,10 +425,15 @@ class _Compatible(_Counted, OpenAIGenericClient):
         except openai.APIStatusError as exc:
             if self.learn is None or response_model is None or sent not in dialect.DIALECTS:
                 raise
-            answer = dialect.switch(sent, f"{exc} {exc.body}")  # type: ignore[arg-type]
+            # The server's own words: its error's message (OpenAI's shape), or the error
+            # itself (LM Studio's is a bare string), up to a traceback after them.
+            body = exc.body
+            words = str((body.get("message") if isinstance(body, dict) else body) or exc)
+            words = " ".join(words.split("\n\n")[0].split())
+            answer = dialect.switch(sent, words)  # type: ignore[arg-type]
             if answer is None:
                 raise
-            said = f"{exc.status_code} to {sent}: {exc.message}"
+            said = f"{exc.status_code} to {sent}: {words}"
             self.response_format_mode = dialect.remember(self.learn, answer, said).dialect
         if self.structured_output_mode == "json_object" and response_model is not None:
             # As Graphiti's generate_response words it when it knows the mode beforehand.
