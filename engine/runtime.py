@@ -12,7 +12,7 @@ from collections.abc import Callable
 from engine import forgetting
 from engine.capture import clients
 from engine.crystal import summarize
-from engine.graph import curator, episodes, texture
+from engine.graph import curator, episodes, reembed, texture
 from engine.kernel.config import Settings
 from engine.recall import used
 from engine.search import rerank, turns, watch
@@ -55,6 +55,12 @@ class Runtime:
                 texture.handler(self.graph, db, settings),
                 concurrency=settings.graph_concurrency,
                 ready=self.graph.started,  # its jobs wait in the queue while it starts
+            )
+            # The graph's vectors made again after a change of embedding model.
+            self.workers.add(
+                reembed.JOB_KIND,
+                reembed.handler(self.graph, db, settings),
+                ready=self.graph.started,
             )
 
         # What a forget withdrew from the graph leaves it (with no graph, there is none).

@@ -54,6 +54,7 @@ NOT_EXPORTED = {
     "graph_pending": "the graph: derived from the events (`pps replay graph`)",
     "graph_usage": "the graph's LLM spending on this service",
     "graph_replays": "the graph: derived from the events (`pps replay graph`)",
+    "graph_vectors": "the model of the graph's vectors: derived with the graph",
     "recall_log": "this service's log of recalls",
     "audit_judgments": "judgments of this service's logged recalls (`pps audit export`)",
     "recall_used": "what replies used of this service's logged recalls",

