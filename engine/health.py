@@ -12,8 +12,10 @@ not: the component says why. A part still loading after a start (a model, the gr
 from __future__ import annotations
 
 from engine.backup import records as backups
+from engine.capture import entities
 from engine.crystal import summarize
 from engine.graph import backend as graph
+from engine.graph import backlog, reembed
 from engine.runtime import Runtime
 from engine.search import embeddings, rerank
 from engine.search.index import vector_backlog
@@ -24,7 +26,7 @@ _HARMLESS = ("ok", "disabled", "unconfigured", "none")
 
 def report(runtime: Runtime) -> dict:
     components = {"database": _database(runtime)}
-    components["graph"] = graph.graph_health(runtime.graph)
+    components["graph"] = _graph(runtime)
     components["llm"] = graph.llm_health(runtime.graph, runtime.settings, runtime.db)
     components["embeddings"] = _embeddings(runtime)  # down: search uses BM25
     components["reranker"] = rerank.status(runtime.settings)  # down: search ranks without it
@@ -52,6 +54,23 @@ def _database(runtime: Runtime) -> dict:
     full = runtime.db.out_of_space()
     if full is not None:
         state.update(status="full", error=full.error, since=full.since)
+    return state
+
+
+def _graph(runtime: Runtime) -> dict:
+    """The graph's state, with when its waiting episodes should be through and, while
+    a model change's vectors are made again, how many are: over every entity, no names."""
+    state = graph.graph_health(runtime.graph)
+    waiting = backlog.estimate(runtime.db, runtime.settings)
+    if waiting.jobs:
+        state["clears_in_s"] = waiting.clears_in_s and round(waiting.clears_in_s)
+    moving = [
+        found
+        for entity in entities.list_all(runtime.db)
+        if (found := reembed.reembedding(runtime.db, entity.name)) is not None
+    ]
+    if moving:
+        state["vectors"] = {"made": sum(m[1] for m in moving), "of": sum(m[2] for m in moving)}
     return state
 
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from engine import backlogs
 from engine.capture import entities
 from engine.graph import backlog
 from engine.graph.episodes import JOB_KIND
@@ -146,6 +147,10 @@ def test_the_estimate_is_the_recent_pace_times_the_jobs_before_its_last(db):
     assert got.clears_at == stamp(now + timedelta(seconds=600))
     everyone = backlog.estimate(db, Settings(), clock=lambda: now)
     assert (everyone.jobs, everyone.clears_in_s) == (6, 6 * 120.0)
+    shown = backlogs.queue_status(db, Settings(), "lyra").backlogs  # pps queue, the queue page
+    assert [(b.what, b.said) for b in shown] == [
+        ("graph episodes", "3 waiting, through in about 10 min")
+    ], shown
 
 
 def test_time_the_queue_sat_idle_is_not_pace(db):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from stub_llm import StubLLM
 
+from engine import backlogs
 from engine.capture import entities
 from engine.capture import events as capture
 from engine.graph import episodes, reembed, texture, vectors
@@ -191,6 +192,10 @@ def test_a_reembedding_stopped_between_batches_goes_on_where_it_stopped(first):
         made = handle(job)  # one batch; then the process dies before the job is done
         model, done, total = reembed.reembedding(db, entity) or ("", 0, 0)
         assert model == embeddings.BGE and made == done == 2 and total == started.total
+        shown = backlogs.queue_status(db, moved, entity).backlogs  # pps queue, the queue page
+        assert [(b.what, b.model, b.said) for b in shown if b.what == "graph vectors"] == [
+            ("graph vectors", embeddings.BGE, f"2 of {total}")
+        ], shown
         words = _search(graph, db, entity, "Terrier shelter")
         assert words.fallback == "bm25" and words.facts, "still by words, midway"
     finally:

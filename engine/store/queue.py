@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from engine.kernel import timestamps
 from engine.kernel.errors import NotFound, Unavailable
@@ -260,13 +260,41 @@ class Paused(BaseModel):
 
 class Backlog(BaseModel):
     """Work an entity's memory is still going through, counted in what it works on
-    rather than in jobs: a model change's vectors being made again, new turns' vectors."""
+    rather than in jobs: a model change's vectors being made again, new turns' vectors,
+    episodes waiting for extraction."""
 
     entity: str
-    what: str = Field(description='What is being made: "search vectors".')
+    what: str = Field(
+        description='What is being made: "search vectors", "graph vectors" or "graph episodes".'
+    )
     model: str | None = Field(None, description="The model it is made with.")
-    done: int
-    total: int
+    done: int | None = Field(None, description="Made so far (vectors); None for episodes.")
+    total: int = Field(description="Vectors in all; episodes waiting.")
+    clears_in_s: float | None = Field(
+        None, description="Seconds until it is through, from the recent pace; None: unknown."
+    )
+    held: str | None = Field(None, description="Why it waits for a person (a pause).")
+
+    @computed_field
+    @property
+    def said(self) -> str:
+        """In words: "1,200 of 5,882", "12 waiting, through in about 40 min"."""
+        if self.done is not None:
+            return f"{self.done:,} of {self.total:,}"
+        words = f"{self.total:,} waiting"
+        if self.held:
+            return f"{words}, held: {self.held}"
+        if self.clears_in_s is not None:
+            return f"{words}, through in about {_duration(self.clears_in_s)}"
+        return words
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 class QueueStatus(BaseModel):

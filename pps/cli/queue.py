@@ -33,7 +33,7 @@ def queue_show(ctx: typer.Context, entity: EntityOpt = None, data_dir: DataDir =
     for p in state.paused:
         typer.echo(f"waiting  {p.entity} {p.kind}: {p.jobs} jobs since {p.since}: {p.reason}")
     for b in state.backlogs:
-        typer.echo(f"making  {b.entity} {b.what} ({b.model}): {b.done} of {b.total}")
+        typer.echo(f"making  {b.entity} {b.what}{f' ({b.model})' if b.model else ''}: {b.said}")
     for job in state.dead:
         typer.echo(
             f"dead  #{job.id} {job.entity} {job.kind} {job.key} after {job.attempts} attempts:"
