@@ -50,9 +50,11 @@ ones (docs/settings.md, "A real model in the suite")."""
 
 
 THREADS = 1
-"""The server's threads. On two cores shared with the suite's other worker (and, here, with
-other people's work), two llama.cpp threads wait for each other at every step: a token
-took 0.6 to 1.8 s with two and 75 ms with one, measured side by side on this machine."""
+"""The server's threads, for the reply and for reading the prompt. On two cores shared
+with the suite's other worker (and, here, with other people's work), two llama.cpp
+threads wait for each other at every step; measured side by side on this machine, a
+token took 0.6 to 1.8 s with two threads and 75 ms with one, and a 934-token prompt
+25 to 33 s with two and 16 s with one."""
 
 
 def _dies_with_us() -> None:
@@ -92,6 +94,8 @@ def llama(tmp_path_factory):
                 "--n_ctx",
                 "8192",
                 "--n_threads",
+                str(THREADS),
+                "--n_threads_batch",  # the prompt's (by default as many as the cores)
                 str(THREADS),
                 "--host",
                 "127.0.0.1",
