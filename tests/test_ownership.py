@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS = ROOT / "migrations"
 OWNERS = {
     "engine.store": {"jobs", "queue_pauses", "schema_migrations"},
-    "engine.llm": {"graph_usage"},
+    "engine.llm": {"graph_usage", "llm_dialects"},
     "engine.capture": {
         "entities",
         "operator_tokens",
