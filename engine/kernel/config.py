@@ -340,8 +340,9 @@ class Settings(ClientSettings):
     llm_response_format: Literal["auto", "json_schema", "json_object", "json_object_schema"] = (
         Field(
             "auto",
-            description="Structured output for openai_compatible; auto detects llama.cpp, "
-            "which needs json_object with the schema inside.",
+            description="Structured output for openai_compatible; auto: what the endpoint"
+            " was found to speak (a refusal naming the accepted types switches it, remembered"
+            " per base URL), json_object with the schema inside for llama.cpp's server.",
         )
     )
     llm_timeout_s: float = Field(120.0, gt=0, description="Longest wait for one LLM reply.")

@@ -75,6 +75,8 @@ BUNDLED_MODELS = {
         0.55,
     ),
 }
+
+
 def bears(settings: Settings) -> float:
     """Recall's relevance gate: PPS_RECALL_MIN_SIMILARITY, else the model's own floor
     (MiniLM's for a fastembed model pps does not bundle)."""

@@ -275,7 +275,7 @@ class Backlog(BaseModel):
     )
     held: str | None = Field(None, description="Why it waits for a person (a pause).")
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def said(self) -> str:
         """In words: "1,200 of 5,882", "12 waiting, through in about 40 min"."""
