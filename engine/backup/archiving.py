@@ -169,15 +169,17 @@ _OTHER_TABLES: dict[str, str | None] = {
     "shared_stores": "DELETE FROM shared_stores",
     "shared_members": "DELETE FROM shared_members",
     "shared_memories": "DELETE FROM shared_memories",
-    # The whole service's credential and history, not the entity's.
+    # The whole service's credential, history and LLM endpoints, not the entity's.
     "operator_tokens": "DELETE FROM operator_tokens",
     "backups": "DELETE FROM backups",
+    "llm_dialects": "DELETE FROM llm_dialects",
 }
 ENTITY_ARCHIVE_HOLDS = (
     "one entity: its row in entities (its token's hash, so its token works after a"
     " restore), and its rows of every table marked by entity (events, jobs, search files,"
     " chunks and vectors, episodes, summaries, inventory, spaces, the recall log). No other"
-    " entity's rows, no shared store, no operator token, no backup history; the full-text"
+    " entity's rows, no shared store, no operator token, no backup history, no LLM"
+    " endpoint's learned dialect; the full-text"
     " indexes are rebuilt from what is kept and the file is vacuumed, so nothing deleted"
     " stays in its free pages."
 )
