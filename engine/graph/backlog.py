@@ -40,6 +40,7 @@ from engine.graph.episodes import JOB_KIND
 from engine.kernel import timestamps
 from engine.kernel.config import Settings
 from engine.llm import budget
+from engine.store import queue
 from engine.store.db import Database
 
 RECENT = 20
@@ -79,33 +80,8 @@ def estimate(
 ) -> Estimate:
     """How long the graph backlog of `entity` (of every entity: None) has left to run."""
     now = clock()
-    conn = db.conn
-    paused = {
-        row[0]: row[1]
-        for row in conn.execute(
-            "SELECT entity, reason FROM queue_pauses WHERE kind = ?", (JOB_KIND,)
-        )
-    }
-    ready = (
-        "kind = ? AND state IN ('pending', 'running', 'retry') AND entity NOT IN"
-        " (SELECT entity FROM queue_pauses WHERE kind = ?)"
-    )
-    scope, params = ("entity = ?", [entity]) if entity is not None else ("1 = 1", [])
-    (jobs,) = conn.execute(
-        "SELECT COUNT(*) FROM jobs WHERE kind = ? AND state IN"
-        f" ('pending', 'running', 'retry', 'waiting') AND {scope}",
-        [JOB_KIND, *params],
-    ).fetchone()
-    own, last = conn.execute(
-        f"SELECT COUNT(*), MAX(id) FROM jobs WHERE {ready} AND {scope}",
-        [JOB_KIND, JOB_KIND, *params],
-    ).fetchone()
-    ahead = 0
-    if entity is not None and last is not None:
-        (ahead,) = conn.execute(
-            f"SELECT COUNT(*) FROM jobs WHERE {ready} AND entity != ? AND id < ?",
-            [JOB_KIND, JOB_KIND, entity, last],
-        ).fetchone()
+    stands = queue.standing(db, JOB_KIND, entity)
+    jobs, own, ahead, paused = stands.jobs, stands.ready, stands.ahead, stands.paused
     pace, sampled = _pace(db, recent)
     if entity is not None:
         held = paused.get(entity)
@@ -140,20 +116,13 @@ def estimate(
 def _pace(db: Database, recent: int) -> tuple[float | None, int]:
     """The median gap between the latest `recent` completions of graph episodes, and how
     many gaps it is of."""
-    # The latest by id (the table's own order: no sort of every finished job), then
-    # in the order they finished.
-    rows = db.conn.execute(
-        "SELECT created_at, updated_at FROM jobs WHERE kind = ? AND state = 'done'"
-        " ORDER BY id DESC LIMIT ?",
-        (JOB_KIND, recent + 1),
-    ).fetchall()
-    rows.sort(key=lambda row: row["updated_at"])
+    rows = queue.finished(db, JOB_KIND, recent + 1)
     gaps = []
-    for n, row in enumerate(rows):
-        began = row["created_at"] if n == 0 else max(row["created_at"], rows[n - 1]["updated_at"])
+    for n, (created, ended) in enumerate(rows):
+        began = created if n == 0 else max(created, rows[n - 1][1])
         if n == 0 and len(rows) > recent:
             continue  # only the end of the one before counts
-        gaps.append(_seconds(began, row["updated_at"]))
+        gaps.append(_seconds(began, ended))
     if not gaps:
         return None, 0
     return round(statistics.median(gaps), 3), len(gaps)
@@ -178,11 +147,7 @@ def _within_budget(
         return seconds, None
     spent = budget.usage_today(db, entity)
     today = now.strftime("%Y-%m-%d")
-    (finished,) = db.conn.execute(
-        "SELECT COUNT(*) FROM jobs WHERE kind = ? AND entity = ? AND state = 'done'"
-        " AND updated_at >= ?",
-        (JOB_KIND, entity, today),
-    ).fetchone()
+    finished = queue.finished_since(db, JOB_KIND, entity, today)
     if not finished:
         return seconds, "the daily budget limits it; no episode of today says what one costs"
     fit_today, per_day, said = own, own, []

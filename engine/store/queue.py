@@ -38,6 +38,7 @@ log = logging.getLogger("pps.queue")
 _RELEASE = "lease_owner = NULL, lease_expires_at = NULL"
 STATES = ("pending", "running", "done", "retry", "waiting", "dead")
 UNFINISHED = ("pending", "running", "retry", "waiting")
+_UNFINISHED = ",".join(f"'{s}'" for s in UNFINISHED)
 
 
 class Pause(Exception):
@@ -567,3 +568,66 @@ def counts(
     ):
         found[state] = n
     return found
+
+
+# Asked by graph: how its episodes' queue stands and how fast it went (engine.graph.backlog).
+
+
+@dataclass
+class Standing:
+    """Where a kind's unfinished jobs stand: `jobs` (waiting included), `ready` of them
+    (their entity not paused), `last` (the id of the last ready one), `ahead` (other
+    entities' ready jobs claimed before it, since claims go oldest first), and the
+    paused entities with why."""
+
+    jobs: int
+    ready: int
+    last: int | None
+    ahead: int
+    paused: dict[str, str]
+
+
+def standing(db: Database, kind: str, entity: str | None = None) -> Standing:
+    """How the unfinished jobs of `kind` stand, of one entity or of every one."""
+    conn = db.conn
+    paused = dict(conn.execute("SELECT entity, reason FROM queue_pauses WHERE kind = ?", (kind,)))
+    ready = (
+        "kind = ? AND state IN ('pending', 'running', 'retry') AND entity NOT IN"
+        " (SELECT entity FROM queue_pauses WHERE kind = ?)"
+    )
+    scope, params = ("entity = ?", [entity]) if entity is not None else ("1 = 1", [])
+    (jobs,) = conn.execute(
+        f"SELECT COUNT(*) FROM jobs WHERE kind = ? AND state IN ({_UNFINISHED}) AND {scope}",
+        [kind, *params],
+    ).fetchone()
+    own, last = conn.execute(
+        f"SELECT COUNT(*), MAX(id) FROM jobs WHERE {ready} AND {scope}", [kind, kind, *params]
+    ).fetchone()
+    ahead = 0
+    if entity is not None and last is not None:
+        (ahead,) = conn.execute(
+            f"SELECT COUNT(*) FROM jobs WHERE {ready} AND entity != ? AND id < ?",
+            [kind, kind, entity, last],
+        ).fetchone()
+    return Standing(jobs, own, last, ahead, paused)
+
+
+def finished(db: Database, kind: str, latest: int) -> list[tuple[str, str]]:
+    """(created_at, updated_at) of the `latest` finished jobs of `kind` (by id: the
+    table's own order, no sort of every finished job), in the order they finished."""
+    rows = db.conn.execute(
+        "SELECT created_at, updated_at FROM jobs WHERE kind = ? AND state = 'done'"
+        " ORDER BY id DESC LIMIT ?",
+        (kind, latest),
+    ).fetchall()
+    return sorted(((r[0], r[1]) for r in rows), key=lambda row: row[1])
+
+
+def finished_since(db: Database, kind: str, entity: str, since: str) -> int:
+    """How many jobs of `kind` the entity finished at or after `since`."""
+    (n,) = db.conn.execute(
+        "SELECT COUNT(*) FROM jobs WHERE kind = ? AND entity = ? AND state = 'done'"
+        " AND updated_at >= ?",
+        (kind, entity, since),
+    ).fetchone()
+    return n
