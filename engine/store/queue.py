@@ -576,13 +576,11 @@ def counts(
 @dataclass
 class Standing:
     """Where a kind's unfinished jobs stand: `jobs` (waiting included), `ready` of them
-    (their entity not paused), `last` (the id of the last ready one), `ahead` (other
-    entities' ready jobs claimed before it, since claims go oldest first), and the
-    paused entities with why."""
+    (their entity not paused), `ahead` (other entities' ready jobs claimed before the
+    entity's last, since claims go oldest first), and the paused entities with why."""
 
     jobs: int
     ready: int
-    last: int | None
     ahead: int
     paused: dict[str, str]
 
@@ -609,7 +607,7 @@ def standing(db: Database, kind: str, entity: str | None = None) -> Standing:
             f"SELECT COUNT(*) FROM jobs WHERE {ready} AND entity != ? AND id < ?",
             [kind, kind, entity, last],
         ).fetchone()
-    return Standing(jobs, own, last, ahead, paused)
+    return Standing(jobs, own, ahead, paused)
 
 
 def finished(db: Database, kind: str, latest: int) -> list[tuple[str, str]]:
