@@ -13,14 +13,20 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from engine.capture import entities
+from engine.graph import episodes, texture
+from engine.graph.backend import Graph
 from engine.graph.server import FalkorServer
 from engine.graph.store import GraphStore
 from engine.kernel.config import Settings
+from engine.store import queue
+from engine.store.db import Database
 from tests.neo4j_server import Neo4jServer
 
 
@@ -132,3 +138,30 @@ def _episodes(settings: Settings, entity: str, falkordb: dict | None) -> list[st
         return store.episode_uuids(entity)
     finally:
         store.stop()
+
+
+@contextmanager
+def extracting(policy: queue.Policy) -> Iterator[Callable[[Settings], tuple]]:
+    """start(settings) -> (graph, db, entity): a graph on `settings`, the queue's workers
+    extracting its episodes under `policy`, and a new entity; each call is the service
+    started (again, on the same data: restarted). All of it is stopped at the end."""
+    running: list[tuple] = []
+
+    def start(settings: Settings) -> tuple:
+        db = Database.open(settings)
+        graph = Graph(settings, db).start(sweep=False)
+        workers = queue.Workers(db, policy)
+        workers.add(episodes.JOB_KIND, texture.handler(graph, db, settings))
+        running.append((workers, graph, db))
+        entity = f"e{time.monotonic_ns()}"
+        entities.create(db, entity)
+        workers.start()
+        return graph, db, entity
+
+    try:
+        yield start
+    finally:
+        for workers, graph, db in running:
+            workers.stop()
+            graph.stop()
+            db.close()

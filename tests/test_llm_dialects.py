@@ -17,22 +17,19 @@ import logging
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from stub_llm import StubLLM
 
-from engine.capture import entities
 from engine.capture import events as capture
 from engine.graph import episodes, texture
-from engine.graph.backend import Graph
 from engine.graph.server import FalkorServer
 from engine.kernel.config import Settings
 from engine.llm import budget, dialect
 from engine.runtime import CAPTURE_LISTENERS
 from engine.store import queue
-from engine.store.db import Database
 from tests.conftest import wait_for
+from tests.graphs import extracting
 
 pytestmark = pytest.mark.graph
 
@@ -61,34 +58,22 @@ def start(tmp_path, falkor):
     """start(stub, **settings) -> (graph, db, entity, settings): the queue's workers
     extracting through `stub` with no response-format setting, on data in tmp_path (the
     same each call: a second call is the service restarted)."""
-    running = []
+    policy = queue.Policy(poll_s=0.02, backoff_initial_s=0.05, backoff_max_s=0.2)
+    with extracting(policy) as started:
 
-    def start(stub: StubLLM, **overrides):
-        settings = Settings(
-            data_dir=tmp_path / "data",
-            **falkor,
-            llm_provider="openai_compatible",
-            llm_base_url=stub.url,
-            llm_model=stub.model,
-            llm_timeout_s=5,
-            **overrides,
-        )
-        db = Database.open(settings)
-        graph = Graph(settings, db).start(sweep=False)
-        policy = queue.Policy(poll_s=0.02, backoff_initial_s=0.05, backoff_max_s=0.2)
-        workers = queue.Workers(db, policy)
-        workers.add(episodes.JOB_KIND, texture.handler(graph, db, settings))
-        running.append((workers, graph, db))
-        entity = f"e{time.monotonic_ns()}"
-        entities.create(db, entity)
-        workers.start()
-        return graph, db, entity, settings
+        def start(stub: StubLLM, **overrides):
+            settings = Settings(
+                data_dir=tmp_path / "data",
+                **falkor,
+                llm_provider="openai_compatible",
+                llm_base_url=stub.url,
+                llm_model=stub.model,
+                llm_timeout_s=5,
+                **overrides,
+            )
+            return (*started(settings), settings)
 
-    yield start
-    for workers, graph, db in running:
-        workers.stop()
-        graph.stop()
-        db.close()
+        yield start
 
 
 def extracted(graph, db, entity: str) -> dict:

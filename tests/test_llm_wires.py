@@ -10,22 +10,19 @@ budget counts every call sent, failed and timed-out ones included."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from stub_llm import REFUSAL
 
 from engine.capture import entities
 from engine.capture import events as capture
 from engine.graph import episodes, texture
-from engine.graph.backend import Graph
 from engine.graph.server import FalkorServer
 from engine.kernel.config import Settings
 from engine.llm import budget, endpoint
 from engine.runtime import CAPTURE_LISTENERS
 from engine.store import queue
-from engine.store.db import Database
 from tests.conftest import AppServer, connect, wait_for
+from tests.graphs import extracting
 
 WIRES = {"openai": ("responses", "json_schema"), "anthropic": ("messages", "tool_use")}
 MODELS = {"openai": "gpt-5-mini", "anthropic": "claude-haiku-4-5-latest"}
@@ -74,30 +71,18 @@ def provider(request) -> str:
 def start(tmp_path, falkor, stub, provider):
     """start(**settings) -> (graph, db, entity): a graph and the queue's workers on it,
     extracting with `provider`."""
-    running = []
+    policy = queue.Policy(
+        poll_s=0.02, backoff_initial_s=0.05, backoff_max_s=0.2, max_attempts=ATTEMPTS
+    )
+    with extracting(policy) as started:
 
-    def start(**overrides):
-        settings = Settings(
-            data_dir=tmp_path / "data", **falkor, **llm_settings(stub, provider) | overrides
-        )
-        db = Database.open(settings)
-        graph = Graph(settings, db).start(sweep=False)
-        policy = queue.Policy(
-            poll_s=0.02, backoff_initial_s=0.05, backoff_max_s=0.2, max_attempts=ATTEMPTS
-        )
-        workers = queue.Workers(db, policy)
-        workers.add(episodes.JOB_KIND, texture.handler(graph, db, settings))
-        running.append((workers, graph, db))
-        entity = f"e{time.monotonic_ns()}"
-        entities.create(db, entity)
-        workers.start()
-        return graph, db, entity
+        def start(**overrides):
+            settings = Settings(
+                data_dir=tmp_path / "data", **falkor, **llm_settings(stub, provider) | overrides
+            )
+            return started(settings)
 
-    yield start
-    for workers, graph, db in running:
-        workers.stop()
-        graph.stop()
-        db.close()
+        yield start
 
 
 @pytest.fixture
