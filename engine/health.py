@@ -62,8 +62,8 @@ def _graph(runtime: Runtime) -> dict:
     a model change's vectors are made again, how many are: over every entity, no names."""
     state = graph.graph_health(runtime.graph)
     waiting = backlog.estimate(runtime.db, runtime.settings)
-    if waiting.jobs:
-        state["clears_in_s"] = waiting.clears_in_s and round(waiting.clears_in_s)
+    if waiting.jobs and waiting.clears_in_s is not None:  # None: no pace yet, or held
+        state["clears_in_s"] = round(waiting.clears_in_s)
     moving = [
         found
         for entity in entities.list_all(runtime.db)

@@ -299,7 +299,7 @@ def test_the_walk_through_against_the_stack(stack):
         assert [t["content"] for t in turns] == [prompt["prompt"]]
     doctor = stack.compose("exec", "-T", "pps", "pps", "doctor")
     (graph,) = [row for row in doctor.splitlines() if row.split()[:1] == ["graph"]]
-    assert graph.split()[1:3] == ["ok", "backend=neo4j"], doctor
+    assert graph.split()[1] == "ok" and "backend=neo4j" in graph.split(", ")[0], doctor
 
 
 def test_an_episode_reaches_neo4j_through_the_llm_and_its_facts_trace_to_their_events(stack):
