@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from engine.capture import entities
 from engine.graph import backlog, reembed
 from engine.kernel.config import Settings
-from engine.search.index import vector_backlog
+from engine.search.check import vector_backlog
 from engine.store import queue
 from engine.store.db import Database
 

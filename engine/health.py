@@ -18,7 +18,7 @@ from engine.graph import backend as graph
 from engine.graph import backlog, reembed
 from engine.runtime import Runtime
 from engine.search import embeddings, rerank
-from engine.search.index import vector_backlog
+from engine.search.check import vector_backlog
 
 _HARMLESS = ("ok", "disabled", "unconfigured", "none")
 """Statuses that degrade nothing: `none` is the backup component's "no backup yet"."""

@@ -446,29 +446,6 @@ def file_embed_handler(index: Index, slice_size: int = _INLINE_EMBED_MAX):
     return embed_slice
 
 
-def vector_backlog(db: Database, model: str, entity: str | None = None) -> list[queue.Backlog]:
-    """The entities (or the one) with chunks still without a vector of `model`: the
-    whole index after a model change, a few new turns otherwise. Two counts over
-    indexes, no join: cheap at a million chunks."""
-    scope, params = ("WHERE entity = ?", [entity]) if entity else ("", [])
-    conn = db.conn
-    chunks_of = dict(
-        conn.execute(f"SELECT entity, COUNT(*) FROM search_chunks {scope} GROUP BY entity", params)
-    )
-    made = dict(
-        conn.execute(
-            "SELECT entity, COUNT(*) FROM search_vectors WHERE model = ?"
-            f" {'AND entity = ?' if entity else ''} GROUP BY entity",
-            [model, *params],
-        )
-    )
-    return [
-        queue.Backlog(entity=e, what="search vectors", model=model, done=made.get(e, 0), total=n)
-        for e, n in sorted(chunks_of.items())
-        if made.get(e, 0) < n
-    ]
-
-
 def _insert_chunk(conn: sqlite3.Connection, row: dict) -> int:
     columns = list(row)
     return conn.execute(

@@ -128,6 +128,19 @@ def queued(conn: sqlite3.Connection, entity: str, kind: str) -> int:
     ).fetchone()[0]
 
 
+def open_jobs(conn: sqlite3.Connection, kinds: tuple[str, ...], entity: str | None = None) -> bool:
+    """Whether any job of these kinds (of the entity, where given) is not done or dead
+    (the `jobs_open` index answers it)."""
+    marks = ",".join("?" * len(kinds))
+    scope, params = (" AND entity = ?", [entity]) if entity else ("", [])
+    found = conn.execute(
+        f"SELECT 1 FROM jobs WHERE kind IN ({marks}) AND state NOT IN ('done', 'dead')"
+        f"{scope} LIMIT 1",
+        [*kinds, *params],
+    ).fetchone()
+    return found is not None
+
+
 def claim(db: Database, kind: str, owner: str, policy: Policy) -> Job | None:
     """Take the oldest ready job of `kind` (pending, retry due, or lease expired)."""
     while True:
