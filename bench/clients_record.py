@@ -28,7 +28,7 @@ from fastapi.testclient import TestClient
 from engine.capture import entities
 from engine.kernel.config import Settings
 from engine.store.db import Database
-from pps.http.app import create_app
+from pps.app import create_app
 from pps.http.calls import RecordCalls
 
 WORDS = ["kettle", "garden", "robe", "coffee", "dawn", "river", "lamp", "window", "letter", "music"]

@@ -1,7 +1,7 @@
 """Fixtures: the real app served over real HTTP with its own data dir, entities on it, and
 the one way tests wait for something to become true.
 
-`server` is the real `pps.http.app.create_app` run by a real `uvicorn.Server` on a free
+`server` is the real `pps.app.create_app` run by a real `uvicorn.Server` on a free
 127.0.0.1 port, in a thread of the test process (`AppServer`): REST and the MCP SDK's
 clients talk to it over HTTP exactly as to `pps serve`, without the seconds a child
 process costs to start. Tests about the process itself (SIGKILL, SIGSTOP, a restart
@@ -136,7 +136,7 @@ class AppServer:
     """`start` returns once the slow parts have loaded too, as most tests want them."""
 
     def start(self, timeout: float = 60) -> AppServer:
-        from pps.http.app import create_app
+        from pps.app import create_app
 
         if self._socket is None:
             self._socket = _listening_socket(self.port)

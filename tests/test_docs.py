@@ -28,8 +28,8 @@ from pydantic import AliasChoices, SecretStr
 from engine.kernel.config import Settings
 from engine.kernel.errors import ANSWERS
 from mcp_bridge.mount import PROFILES
+from pps.app import create_app
 from pps.cli import app as cli_app
-from pps.http.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

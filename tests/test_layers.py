@@ -48,6 +48,7 @@ MAY_IMPORT = {
     "ingest": {"ingest", "engine.kernel"},
     "mcp_bridge": {"mcp_bridge", "engine", "pps.http"},
     "pps": {"pps", "engine", "mcp_bridge", "ingest"},
+    "pps.http": {"pps.http", "engine"},  # below the faces: see test_the_http_layer_imports_no_face
 }
 HEAVY = [
     "numpy",
@@ -263,7 +264,37 @@ def test_serve_refuses_a_remote_host_before_loading_the_engine(tmp_path):
 
 FACES = ("pps.rest", "pps.web", "mcp_bridge")
 """The HTTP faces. They stand side by side on the shared HTTP layer (`pps.http`: the
-dependencies, the error handlers, the app that registers each face)."""
+dependencies, the error handlers, the record of who called); the app that registers each
+face (`pps.app`) stands above them."""
+
+
+def _reached(start: str) -> set[str]:
+    """Every project module `start` imports, directly or through another."""
+    seen, todo = set(), [start]
+    while todo:
+        for target in GRAPH[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def test_the_http_layer_imports_no_face():
+    """`pps.http` stands below REST, the web face and MCP, with no loop between them: no
+    module of it reaches a face, directly or through another module (it once made the
+    app, which registered each face, while the MCP face imported its errors)."""
+    http = [m for m in MODULES if _within(m, "pps.http")]
+    assert "pps.http.deps" in http and "pps.http.errors" in http  # the scan sees the layer
+    wrong = [
+        f"{m} reaches {t}"
+        for m in http
+        for t in sorted(_reached(m))
+        if any(_within(t, face) for face in FACES)
+    ]
+    assert not wrong, "\n".join(wrong)
+    faces_on_http = [
+        m for m in GRAPH if any(_within(m, f) for f in FACES) and _reached(m) & set(http)
+    ]
+    assert faces_on_http  # the faces do stand on it, so the rule above is the one that matters
 
 
 def test_no_face_imports_another():

@@ -1,5 +1,5 @@
 """The OpenAPI description against the real app: schemathesis generates requests from it
-(valid ones and invalid ones) and sends them over HTTP to `pps.http.app.create_app` served by
+(valid ones and invalid ones) and sends them over HTTP to `pps.app.create_app` served by
 uvicorn, with an entity's token (the operator's on operator routes) where the case sends
 one; every default check must pass. A client reading `/openapi.json` then knows every
 status a route answers, every body's shape and what a request may hold, and no request,
@@ -29,7 +29,7 @@ from engine.kernel.config import Settings
 from engine.kernel.requests import NOT_BLANK, is_blank
 from engine.search.fragments import CATEGORY_INPUT, CATEGORY_PATTERN
 from engine.search.hybrid import TAG_PATTERN, TIERS_PATTERN, SearchRequest, normalise_tags
-from pps.http.app import create_app
+from pps.app import create_app
 from tests.conftest import AppServer
 
 EXAMPLES = 40

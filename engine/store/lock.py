@@ -8,7 +8,7 @@ the kernel's, dropped when the owning process exits however it exits, so a file 
 behind by a killed server locks nothing.
 
 A flock belongs to one open file, not to a process: an owner that hands its data dir to
-code in the same process passes the `DataDirLock` along (`pps.http.app.create_app(lock=...)`);
+code in the same process passes the `DataDirLock` along (`pps.app.create_app(lock=...)`);
 taking it again, even in the same process, fails.
 
 Plain standard library: `pps serve` takes it before loading the engine.

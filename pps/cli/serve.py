@@ -67,7 +67,7 @@ def serve(
     # Only now the heavy part: a refused start answers at once.
     import uvicorn
 
-    from pps.http.app import create_app
+    from pps.app import create_app
 
     config = uvicorn.Config(
         create_app(settings, lock=lock),

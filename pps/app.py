@@ -1,6 +1,7 @@
 """The FastAPI application: its lifespan, the request body limit, the error handlers
 (pps.http.errors), and each face registered on it, side by side: REST (`pps.rest`), the
-web face (`pps.web`, /ui) and the MCP endpoints (`mcp_bridge`).
+web face (`pps.web`, /ui) and the MCP endpoints (`mcp_bridge`). It stands above the three
+faces, which stand on the shared HTTP layer (`pps.http`): that layer imports none of them.
 
 Routes stay thin: parse, call one engine service, shape the answer.
 """
