@@ -31,7 +31,7 @@ from engine.recall.ambient import recall
 from engine.recall.shapes import RecallRequest
 from engine.runtime import Runtime
 from engine.store.db import Database
-from engine.store.lock import SERVE, DataDirLock
+from engine.kernel.lock import SERVE, DataDirLock
 
 
 def load(path: Path, entity: str | None) -> list[dict]:

@@ -18,7 +18,7 @@ from engine.kernel.config import Settings
 from engine.kernel.requests import INT64_MAX
 from engine.runtime import Runtime
 from engine.store.db import Database
-from engine.store.lock import SERVE, DataDirLock
+from engine.kernel.lock import SERVE, DataDirLock
 from mcp_bridge.mount import mount as mcp_mount
 from pps import rest, web
 from pps.http.calls import RecordCalls

@@ -36,7 +36,7 @@ from engine.kernel.events import EventIn
 from engine.kernel.files import ensure_private_dir
 from engine.kernel.patterns import CHANNEL_PATTERN
 from engine.kernel.requests import Request
-from engine.store import lock
+from engine.kernel import lock
 from engine.store.db import MIGRATIONS_DIR, Database, migrations
 
 _BATCH = 500

@@ -10,7 +10,7 @@ durable. If the server dies it is started again; a server orphaned by an engine 
 with SIGKILL is found by its pid file and stopped before a new one starts.
 
 That a FalkorDB found on the data dir's files is an orphan holds only because whoever
-starts one holds the data dir's lock (engine.store.lock: `pps serve`, and `pps replay
+starts one holds the data dir's lock (engine.kernel.lock: `pps serve`, and `pps replay
 graph` or `pps doctor` when no server runs), so no live server can own it.
 """
 

@@ -31,7 +31,7 @@ from engine.kernel.timestamps import Moment, MomentText
 from engine.llm import budget, endpoint
 from engine.store import queue
 from engine.store.db import Database
-from engine.store.lock import SERVE, DataDirBusy, DataDirLock
+from engine.kernel.lock import SERVE, DataDirBusy, DataDirLock
 from engine.store.queue import QueueStatus
 
 log = logging.getLogger("pps.texture")

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from engine.store.db import Database
-from engine.store.lock import SERVE, owner
+from engine.kernel.lock import SERVE, owner
 from pps.cli.options import DataDir, EntityOpt, fail, graph_here, settings_for
 
 

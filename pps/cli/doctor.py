@@ -21,7 +21,7 @@ import typer
 
 from engine.kernel.config import default_folder
 from engine.store.db import Database
-from engine.store.lock import SERVE, DataDirBusy, DataDirLock, owner
+from engine.kernel.lock import SERVE, DataDirBusy, DataDirLock, owner
 from pps.cli.options import DataDir, Port, settings_for
 
 BAD = ("down", "refused", "failing", "full")

@@ -117,7 +117,7 @@ def graph_here(settings, db, command: str) -> Iterator[object | None]:
         yield None
         return
     from engine.graph.store import GraphStore
-    from engine.store.lock import DataDirBusy, DataDirLock
+    from engine.kernel.lock import DataDirBusy, DataDirLock
 
     embedded = settings.graph_backend == "falkordb" and not settings.graph_url
     if not embedded:

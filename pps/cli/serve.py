@@ -35,7 +35,7 @@ def serve(
     ] = False,
 ) -> None:
     """Run the HTTP service (REST under /v1, OpenAPI at /docs)."""
-    from engine.store.lock import DataDirBusy, DataDirLock
+    from engine.kernel.lock import DataDirBusy, DataDirLock
 
     settings = settings_for(
         data_dir=data_dir, port=port, host=host, allow_remote=allow_remote or None

@@ -3,7 +3,7 @@
 Repairs are the operator's: `pps check --repair` on the server's machine. They re-read
 files, re-embed and drop rows, work an agent calling in a loop should not be able to
 start, so no route does them. The operator's route checks every entity at once; `pps check`
-asks it with the server's local key (engine.store.lock) rather than open the graph itself."""
+asks it with the server's local key (engine.kernel.lock) rather than open the graph itself."""
 
 from __future__ import annotations
 
