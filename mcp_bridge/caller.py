@@ -21,6 +21,7 @@ from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from engine.api import Memory, Service
 from engine.kernel.config import Settings
 from engine.kernel.errors import (
     ANSWERS,
@@ -194,24 +195,35 @@ def _given(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Caller:
-    runtime: Runtime
+    service: Service
     entity: str
     store: str | None = None  # the shared store the path names (/mcp/shared-memory/STORE)
 
     @property
-    def db(self) -> Database:
-        return self.runtime.db
+    def memory(self) -> Memory:
+        """The calling entity's memory: the only one a tool reaches."""
+        return self.service.memory(self.entity)
 
     @property
     def settings(self) -> Settings:
-        return self.runtime.settings
+        return self.service.settings
+
+    # TRANSITION: the tools move onto `memory`; these go once none uses them.
+    @property
+    def runtime(self) -> Runtime:
+        assert self.service.runtime is not None
+        return self.service.runtime
+
+    @property
+    def db(self) -> Database:
+        return self.service.db
 
 
 def caller(ctx: Context) -> Caller:
     request = ctx.request_context.request
     assert request is not None  # the tools are served over HTTP alone (mcp_bridge.mount)
     return Caller(
-        runtime=request.app.state.runtime,
+        service=request.app.state.service,
         entity=request.state.entity,
         store=request.path_params.get("store"),
     )

@@ -14,11 +14,10 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from engine.api import Service
 from engine.kernel.config import Settings
-from engine.kernel.requests import INT64_MAX
-from engine.runtime import Runtime
-from engine.store.db import Database
 from engine.kernel.lock import SERVE, DataDirLock
+from engine.kernel.requests import INT64_MAX
 from mcp_bridge.mount import mount as mcp_mount
 from pps import rest, web
 from pps.http.calls import RecordCalls
@@ -43,15 +42,13 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
             )
         app.state.local_key = held.owner.key  # see current_operator
         try:
-            app.state.db = Database.open(settings)
-            app.state.runtime = Runtime(settings, app.state.db)
-            app.state.runtime.start()
+            app.state.service = service = Service.start(settings)
+            app.state.db, app.state.runtime = service.db, service.runtime  # TRANSITION
             try:
                 async with serving_mcp():
                     yield
             finally:
-                app.state.runtime.stop()
-                app.state.db.close()
+                service.stop()
         finally:
             if own is not None:
                 own.release()

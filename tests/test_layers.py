@@ -9,12 +9,15 @@ a lazy import cannot hide an upward dependency or a circle.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import subprocess
 import sys
+from enum import Enum
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("engine", "pps", "mcp_bridge", "ingest")
@@ -39,6 +42,7 @@ ENGINE_RANKS = {
     "engine.backup": 9,
     "engine.consistency": 9,
     "engine.forgetting": 9,
+    "engine.api": 10,
 }
 # What each part may import, by the longest prefix that names it: the kernel stands alone,
 # and the client side (ingest/: hooks, spool, importers, the MCP relay) stands on it only.
@@ -309,3 +313,66 @@ def test_no_face_imports_another():
         if not _within(t, face) and any(_within(t, other) for other in FACES)
     ]
     assert not wrong, "\n".join(wrong)
+
+
+FACE_PACKAGES = ("pps", "mcp_bridge")
+DOOR = ("engine.api", "engine.kernel")
+
+
+def _is_model(value: object) -> bool:
+    """A request or response model: what a face sends the engine and shapes its answer
+    from (a pydantic model, a dataclass, a named tuple, an enum), never a service."""
+    if not isinstance(value, type):
+        return False
+    if issubclass(value, BaseModel | Enum) or dataclasses.is_dataclass(value):
+        return True
+    return issubclass(value, tuple) and hasattr(value, "_fields")
+
+
+def _engine_names(path: Path) -> list[tuple[str, str]]:
+    """(module, name) for each engine name `path` imports; name "" for a whole module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(a.name, "") for a in node.names if a.name.startswith("engine")]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("engine"):
+            found += [(node.module, a.name) for a in node.names]
+    return found
+
+
+def face_imports() -> dict[str, list[str]]:
+    """What each face imports of the engine past its front door: every name not from
+    engine.api or the kernel, and not a model."""
+    import importlib
+
+    wrong: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        if not name.startswith(FACE_PACKAGES):
+            continue
+        for module, imported in _engine_names(path):
+            if any(_within(module, door) for door in DOOR):
+                continue
+            value = getattr(importlib.import_module(module), imported, None) if imported else None
+            if not _is_model(value):
+                wrong.setdefault(name, []).append(f"{module}.{imported}".rstrip("."))
+    return wrong
+
+
+def test_faces_reach_the_engine_only_through_its_front_door():
+    """REST, MCP, the web pages and the command line import engine.api (the service and
+    an entity's memory), the models they send and answer with, and the kernel: no
+    engine service, store or module (which is how a caller once forgot to tell search
+    and the graph of an event it stored)."""
+    wrong = face_imports()
+    assert not wrong, "\n".join(f"{m}: {', '.join(names)}" for m, names in sorted(wrong.items()))
+
+
+def test_the_front_door_check_sees_a_service_imported_past_it(tmp_path):
+    """A test that cannot fail is a defect: a face importing a layer's function fails."""
+    source = tmp_path / "probe.py"
+    source.write_text("from engine.search.anchors import save, AnchorIn\nimport engine.store.db\n")
+    MODULES["pps.rest.probe"] = source
+    try:
+        assert face_imports()["pps.rest.probe"] == ["engine.search.anchors.save", "engine.store.db"]
+    finally:
+        del MODULES["pps.rest.probe"]

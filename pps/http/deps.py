@@ -1,5 +1,5 @@
-"""What routes of every face need from the app: the database, the settings, the runtime,
-and the caller (an entity by its token, or the operator)."""
+"""What routes of every face need from the app: the service (the engine's front door),
+the settings, and the caller (an entity by its token, with its memory, or the operator)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from engine.capture import entities
+from engine.api import Memory, Service
 from engine.kernel.config import Settings
 from engine.kernel.errors import Forbidden, InputError
 from engine.runtime import Runtime
@@ -42,8 +42,8 @@ def no_token(authorization: str) -> Unauthorized:
     return Unauthorized(MISSING_TOKEN)
 
 
-def get_db(request: Request) -> Database:
-    return request.app.state.db
+def get_service(request: Request) -> Service:
+    return request.app.state.service
 
 
 def get_settings(request: Request) -> Settings:
@@ -60,7 +60,7 @@ def current_entity(
     """The entity the bearer token belongs to. The token is the only way to name one."""
     if credentials is None:
         raise no_token(request.headers.get("authorization", ""))
-    entity = entities.authenticate(get_db(request), credentials.credentials)
+    entity = get_service(request).entities.authenticate(credentials.credentials)
     if entity is None:
         raise Unauthorized(UNKNOWN_TOKEN, wrong=True)
     request.state.entity = entity  # whose call it was (pps.http.calls)
@@ -83,13 +83,13 @@ def current_operator(
     make itself a member of anything, nor read another's memory."""
     if credentials is None:
         raise Unauthorized("missing: send 'Authorization: Bearer <operator token>'")
-    db = get_db(request)
+    known = get_service(request).entities
     local = getattr(request.app.state, "local_key", None)
     if local is not None and secrets.compare_digest(credentials.credentials, local):
         _refuse_unknown_query(request)
         return
-    if not entities.is_operator(db, credentials.credentials):
-        if entities.authenticate(db, credentials.credentials) is not None:
+    if not known.is_operator(credentials.credentials):
+        if known.authenticate(credentials.credentials) is not None:
             raise Forbidden(
                 "an entity's token cannot do an operator's act; use the operator's token"
                 " (`pps operator token`)",
@@ -122,6 +122,16 @@ def _is_list(schema: dict) -> bool:
     return schema.get("type") == "array" or any(_is_list(s) for s in schema.get("anyOf", []))
 
 
+def current_memory(request: Request, entity: Annotated[str, Depends(current_entity)]) -> Memory:
+    """The memory of the entity the bearer token belongs to: the only one a call reaches."""
+    return get_service(request).memory(entity)
+
+
+# TRANSITION: the faces move onto the service; these go once none uses them.
+def get_db(request: Request) -> Database:
+    return request.app.state.db
+
+
 def get_runtime(request: Request) -> Runtime:
     return request.app.state.runtime
 
@@ -131,8 +141,11 @@ def get_index(request: Request) -> Index:
 
 
 DB = Annotated[Database, Depends(get_db)]
-CurrentEntity = Annotated[str, Depends(current_entity)]
-Operator = Depends(current_operator)
-AppSettings = Annotated[Settings, Depends(get_settings)]
 SearchIndex = Annotated[Index, Depends(get_index)]
 AppRuntime = Annotated[Runtime, Depends(get_runtime)]
+
+AppService = Annotated[Service, Depends(get_service)]
+CurrentEntity = Annotated[str, Depends(current_entity)]
+CurrentMemory = Annotated[Memory, Depends(current_memory)]
+Operator = Depends(current_operator)
+AppSettings = Annotated[Settings, Depends(get_settings)]

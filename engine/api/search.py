@@ -1,0 +1,71 @@
+"""Layer 2 and the longform tier: word-photos, fragments, the entity's files, and search
+over all of them (with the entity's past turns)."""
+
+from __future__ import annotations
+
+from engine.api.part import Part
+from engine.search import anchors, fragments, homes, hybrid
+from engine.search.anchors import Anchor, AnchorIn, Anchors, AnchorSearch, Deleted, Resynced
+from engine.search.chunks import front_matter
+from engine.search.fragments import FragmentIn, Stored
+from engine.search.homes import FileLines, Home, HomeFile
+from engine.search.hybrid import SearchRequest, SearchResponse
+
+
+class Search(Part):
+    def __call__(
+        self, request: SearchRequest, kinds: tuple[str, ...] | None = None
+    ) -> SearchResponse:
+        """Search the entity's memory by meaning and by words (only `kinds` of chunk,
+        when given: 'word_photo', 'fragment', 'file', 'turn', ...)."""
+        return hybrid.search(self.parts.index, self.entity, request, kinds=kinds)
+
+
+class WordPhotos(Part):
+    """The word-photos: dated markdown files in the entity's word_photos folder."""
+
+    def save(self, anchor: AnchorIn) -> Anchor:
+        return anchors.save(self.parts.index, self.entity, anchor)
+
+    def get(self, name: str) -> tuple[Anchor, str]:
+        return anchors.get(self.parts.index, self.entity, name)
+
+    def edit(self, name: str, anchor: AnchorIn) -> Anchor:
+        return anchors.edit(self.parts.index, self.entity, name, anchor)
+
+    def list(self) -> Anchors:
+        return anchors.list_all(self.parts.index, self.entity)
+
+    def delete(self, name: str) -> Deleted:
+        return anchors.delete(self.parts.index, self.entity, name)
+
+    def resync(self) -> Resynced:
+        return anchors.resync(self.parts.index, self.entity)
+
+    def search(self, ask: AnchorSearch) -> SearchResponse:
+        return anchors.search_anchors(self.parts.index, self.entity, ask)
+
+
+class Files(Part):
+    """The entity's home: its word-photos, crystals, fragments and the files it keeps."""
+
+    @property
+    def home(self) -> Home:
+        return homes.home_for(self.parts.settings, self.entity)
+
+    def list(self, kind: str | None = None) -> list[HomeFile]:
+        return homes.list_files(self.home, kind)
+
+    def read(self, relative: str, start: int = 1, count: int | None = None) -> FileLines:
+        return homes.read_lines(self.home, relative, start, count)
+
+    def front_matter(self, relative: str, lines: int = 10_000) -> tuple[dict, str]:
+        """A markdown file's front matter (the YAML block at its top, parsed) and the text
+        after it."""
+        text = self.read(relative, count=lines).text.splitlines()
+        meta, start = front_matter(text)
+        return meta, "\n".join(text[start:]).strip("\n")
+
+    def store_fragment(self, fragment: FragmentIn) -> Stored:
+        """A short fragment, saved as a file of its own and searchable at once."""
+        return fragments.store(self.parts.index, self.entity, fragment)

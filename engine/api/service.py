@@ -1,0 +1,200 @@
+"""One data dir's memory service: the front door every face holds.
+
+The server makes one at start (`Service.start`) over its running engine
+(`engine.runtime.Runtime`: the workers, the models, the graph) and stops it at shutdown.
+A command that works on the data dir itself opens one (`Service.open`): the same parts,
+nothing started in the background.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from engine import backlogs, consistency, health
+from engine.api.admin import Backups, Entities, Statuses, Stores
+from engine.api.memory import Memory
+from engine.api.parts import Parts
+from engine.capture.clients import Call, ClientRecord, Recorder
+from engine.capture.events import Capture
+from engine.consistency import CheckReport
+from engine.graph.backend import Graph
+from engine.kernel.config import Settings
+from engine.kernel.lock import DataDirBusy, DataDirLock
+from engine.runtime import CAPTURE_LISTENERS, Runtime
+from engine.search.index import Index
+from engine.store import queue
+from engine.store.db import Database
+from engine.store.queue import QueueStatus
+
+
+@dataclass
+class Opened:
+    """The parts a command opens on a data dir no server need be running on."""
+
+    settings: Settings
+    db: Database
+    index: Index = field(init=False)
+    capture: Capture = field(init=False)
+    graph: Any = None  # a Graph, or one reached through its store alone (Service.open)
+
+    def __post_init__(self) -> None:
+        self.index = Index(self.settings, self.db)
+        self.capture = Capture(self.db, CAPTURE_LISTENERS)
+
+
+class Service:
+    def __init__(self, parts: Parts, runtime: Runtime | None = None):
+        self.parts, self.runtime = parts, runtime
+        self.settings, self.db = parts.settings, parts.db
+
+    # --- made and ended ---
+
+    @classmethod
+    def start(cls, settings: Settings) -> Service:
+        """The server's: open the database and start the engine beside the requests."""
+        db = Database.open(settings)
+        runtime = Runtime(settings, db)
+        runtime.start()
+        return cls(runtime, runtime)
+
+    def stop(self) -> None:
+        if self.runtime is not None:
+            self.runtime.stop()
+        self.db.close()
+
+    @classmethod
+    @contextmanager
+    def open(cls, settings: Settings, graph: str | None = None) -> Iterator[Service]:
+        """A command's: the data dir's parts, nothing started. With `graph` (the command's
+        name, which holds the data dir while it runs the embedded graph), the graph as a
+        command reaches it: see `reach_graph`."""
+        opened = Opened(settings, Database.open(settings))
+        try:
+            if graph is None:
+                yield cls(opened)
+                return
+            with reach_graph(settings, opened.db, graph) as reached:
+                opened.graph = reached
+                yield cls(opened)
+        finally:
+            opened.db.close()
+
+    # --- one entity's memory ---
+
+    def memory(self, entity: str) -> Memory:
+        """`entity`'s memory (the caller has made sure it is the caller's)."""
+        return Memory(self.parts, entity)
+
+    # --- the operator's parts ---
+
+    @cached_property
+    def entities(self) -> Entities:
+        return Entities(self.parts)
+
+    @cached_property
+    def stores(self) -> Stores:
+        return Stores(self.parts)
+
+    @cached_property
+    def backups(self) -> Backups:
+        return Backups(self.parts)
+
+    @cached_property
+    def statuses(self) -> Statuses:
+        return Statuses(self.parts)
+
+    # --- across the entities ---
+
+    def health(self) -> dict:
+        """Each component's status, no data and no names (GET /health)."""
+        assert self.runtime is not None, "only a running server reports its health"
+        return health.report(self.runtime)
+
+    def loaded(self) -> bool:
+        return self.runtime is None or self.runtime.loaded()
+
+    def queue(self, entity: str | None = None) -> QueueStatus:
+        return backlogs.queue_status(self.db, self.settings, entity)
+
+    def retry(self, entity: str | None = None, dead: bool = False) -> int:
+        return queue.retry(self.db, entity, dead)
+
+    def check(self, entities: list[str] | None = None, repair: bool = False) -> CheckReport:
+        """Whether every layer agrees with raw capture, for `entities` (every one)."""
+        names = self.entities.names() if entities is None else entities
+        return consistency.run(self.parts.index, self.parts.graph, names, repair=repair)
+
+    # --- who called ---
+
+    @property
+    def calls(self) -> Recorder:
+        assert self.runtime is not None, "calls are recorded by a running server"
+        return self.runtime.clients
+
+    def record_call(self, call: Call) -> None:
+        self.calls.record(call)
+
+    def clients(self, entity: str) -> list[ClientRecord]:
+        return self.calls.clients(entity)
+
+    def recent_calls(self, entity: str, limit: int = 50) -> list[Call]:
+        return self.calls.recent(entity, limit)
+
+
+def _reached(store, why: str | None = None):
+    """A graph reached through its store alone, as the engine's graph services take it
+    (it says it is unreachable when a call fails, and nothing more)."""
+    import types
+
+    return types.SimpleNamespace(
+        store=store, why=why, unreachable=None, index_error=None, read_failed=lambda: None
+    )
+
+
+@contextmanager
+def reach_graph(settings: Settings, db: Database, command: str) -> Iterator[Any]:
+    """The graph as a command reaches it (something with `.store`), or None when none is
+    configured: an external one (GRAPH_URL, Neo4j) directly; the embedded FalkorDB
+    through the running server's socket, or started here under the data dir's lock when
+    no server runs (held in `command`'s name). A graph that cannot be reached is a store
+    whose reads fail (`pps check` reports it unavailable), or None as its store, with
+    `why`."""
+    if settings.graph_backend == "none":
+        yield None
+        return
+    from engine.graph.store import GraphStore
+
+    embedded = settings.graph_backend == "falkordb" and not settings.graph_url
+    if not embedded:
+        store = GraphStore(settings).start()
+        try:
+            yield _reached(store)
+        finally:
+            store.stop()
+        return
+    try:
+        lock = DataDirLock.acquire(settings.data_dir, command)
+    except DataDirBusy:  # a server runs: its FalkorDB answers on the data dir's socket
+        socket = settings.data_dir / "graph" / "falkordb.sock"
+        if not socket.exists():
+            why = "the server's FalkorDB listens on a port only it knows; GET /v1/check asks it"
+            yield _reached(None, why)
+            return
+        store = GraphStore(settings, falkordb={"unix_socket_path": str(socket)}).start()
+        try:
+            yield _reached(store)
+        finally:
+            store.stop()
+        return
+    graph = None
+    try:
+        graph = Graph(settings, db).start(sweep=False)
+        yield graph
+    finally:
+        if graph is not None:
+            graph.stop()
+        lock.release()
