@@ -27,6 +27,9 @@ from engine.search import embeddings, rerank
 class Entities:
     """Who may call: the entities, their tokens, and the operator's token."""
 
+    NAME_PATTERN = entities.NAME_PATTERN.pattern
+    """What an entity's (or a shared store's) name may look like."""
+
     def __init__(self, parts: Parts):
         self.db = parts.db
 
@@ -35,6 +38,11 @@ class Entities:
 
     def names(self) -> list[str]:
         return [e.name for e in entities.list_all(self.db)]
+
+    def index_keys(self) -> list[str]:
+        """Every name the index keeps, by name: the entities and the shared stores
+        (`shared:<store>`)."""
+        return entities.index_keys(self.db)
 
     @staticmethod
     def check_name(name: str) -> str:

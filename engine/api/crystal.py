@@ -30,7 +30,8 @@ class CrystalChain(Part):
         return homes.home_for(self.parts.settings, self.entity).root
 
     def crystallize(self, crystal: CrystalIn) -> Crystal:
-        return crystals.crystallize(self._home, crystal)
+        """Write the next crystal; past the settings' `crystal_keep`, the oldest is archived."""
+        return crystals.crystallize(self._home, crystal, keep=self.parts.settings.crystal_keep)
 
     def current(self, ask: CurrentQuery) -> Crystals:
         return crystals.current(self._home, ask)
@@ -39,7 +40,7 @@ class CrystalChain(Part):
         return crystals.list_all(self._home)
 
     def delete_latest(self) -> Crystal:
-        return crystals.delete_latest(self._home)
+        return crystals.delete_latest(self._home, keep=self.parts.settings.crystal_keep)
 
 
 class SummaryLog(Part):

@@ -10,6 +10,7 @@ from engine.search.chunks import front_matter
 from engine.search.fragments import FragmentIn, Stored
 from engine.search.homes import FileLines, Home, HomeFile
 from engine.search.hybrid import SearchRequest, SearchResponse
+from engine.search.index import IndexStats
 
 
 class Search(Part):
@@ -19,6 +20,10 @@ class Search(Part):
         """Search the entity's memory by meaning and by words (only `kinds` of chunk,
         when given: 'word_photo', 'fragment', 'file', 'turn', ...)."""
         return hybrid.search(self.parts.index, self.entity, request, kinds=kinds)
+
+    def stats(self) -> IndexStats:
+        """What the entity's search index holds: files, chunks, vectors."""
+        return self.parts.index.stats(self.entity)
 
 
 class WordPhotos(Part):
@@ -48,6 +53,9 @@ class WordPhotos(Part):
 
 class Files(Part):
     """The entity's home: its word-photos, crystals, fragments and the files it keeps."""
+
+    TEXT_SUFFIXES = homes.TEXT_SUFFIXES
+    """The endings of the files a home reads (and a path to read must have)."""
 
     @property
     def home(self) -> Home:

@@ -124,8 +124,9 @@ class Service:
         return queue.retry(self.db, entity, dead)
 
     def check(self, entities: list[str] | None = None, repair: bool = False) -> CheckReport:
-        """Whether every layer agrees with raw capture, for `entities` (every one)."""
-        names = self.entities.names() if entities is None else entities
+        """Whether every layer agrees with raw capture, for `entities` (every entity and
+        shared store the index keeps)."""
+        names = self.entities.index_keys() if entities is None else entities
         return consistency.run(self.parts.index, self.parts.graph, names, repair=repair)
 
     # --- who called ---

@@ -20,8 +20,9 @@ from pydantic import BaseModel
 from engine.capture import events
 from engine.capture.events import Event, Span
 from engine.kernel.errors import InputError, NotFound
+from engine.kernel.limits import MAX_READ_LINES
 from engine.kernel.patterns import CHANNEL_PATTERN
-from engine.search.homes import MAX_READ_LINES, FileLines
+from engine.search.homes import FileLines
 from engine.store.db import Database
 
 FOLDER = "sessions"

@@ -37,13 +37,13 @@ from engine.kernel import timestamps
 from engine.kernel.config import Settings
 from engine.kernel.errors import InputError, NotFound
 from engine.kernel.files import ensure_private_dir, write_private
+from engine.kernel.limits import MAX_READ_LINES
 
 WORD_PHOTOS = "word_photos"
 FRAGMENTS = ".brain/fragments"
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
-MAX_READ_LINES = 2000
 SNIFF_BYTES = 8192
 """What `sources` reads of each file to tell text from binary; the indexer reads it whole."""
 MOST_NOT_UTF8 = 0.05
