@@ -77,7 +77,7 @@ def status(db: Database, now: datetime | None = None) -> dict:
     latest = last(db)
     if latest is None:
         return {"status": "none", "why": "no backup yet: `pps backup OUT` takes one"}
-    taken = datetime.strptime(latest.created_at, timestamps.FORMAT).replace(tzinfo=UTC)
+    taken = timestamps.parse(latest.created_at)
     age = ((now or datetime.now(UTC)) - taken).total_seconds()
     return {
         "status": "ok",

@@ -122,7 +122,7 @@ def _pace(db: Database, recent: int) -> tuple[float | None, int]:
         began = created if n == 0 else max(created, rows[n - 1][1])
         if n == 0 and len(rows) > recent:
             continue  # only the end of the one before counts
-        gaps.append(_seconds(began, ended))
+        gaps.append(max(timestamps.seconds_between(began, ended), 0.0))
     if not gaps:
         return None, 0
     return round(statistics.median(gaps), 3), len(gaps)
@@ -170,9 +170,3 @@ def _within_budget(
         f" ({', '.join(said)}); the rest wait for the next UTC day"
         + (f"s ({per_day} a day)" if days > 1 else "")
     )
-
-
-def _seconds(earlier: str, later: str) -> float:
-    a = datetime.strptime(earlier, timestamps.FORMAT)
-    b = datetime.strptime(later, timestamps.FORMAT)
-    return max((b - a).total_seconds(), 0.0)

@@ -3,8 +3,8 @@
 Why: one Graphiti `add_episode` makes 4-9 LLM calls, so turns are batched by session
 window (the session_id, else the channel) up to a number of turns and characters, and
 a window that stays quiet for the idle gap is closed. What happens to an event:
-1. `admit` is told of new events inside their own transaction (capture announces them,
-   see engine.runtime): each event now waits in its window (`graph_pending`).
+1. `admit` is told of new events inside their own transaction (capture tells its
+   listeners, see engine.runtime): each turn now waits in its window (`graph_pending`).
 2. `close_windows` (run every few seconds by the graph's sweeper, and by replay) cuts
    each window into episodes; a finished one is recorded with the events it covers, and
    ONE `graph_episode` job is enqueued for it, in one transaction. The grouping is
@@ -27,7 +27,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine.capture import events as capture
-from engine.capture.markers import is_marker
 from engine.kernel import timestamps
 from engine.store import queue
 from engine.store.db import Database
@@ -70,18 +69,17 @@ def session_key(channel: str, session_id: str | None) -> str:
     return f"session:{session_id}" if session_id is not None else f"channel:{channel}"
 
 
-def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
-    """Put newly stored turns in their windows (inside the events' transaction). Markers
-    (a session started, a context compacted) say nothing to extract facts from, nor does
-    a message deleted before it arrived (an import, a spool sent late)."""
-    rows = capture.without_content(conn, entity, event_ids)
-    conn.executemany(
+def admit(batch: capture.Captured) -> None:
+    """(A capture listener.) Put a batch's new turns in their windows, inside the events'
+    transaction. Markers (a session started, a context compacted) say nothing to extract
+    facts from, nor does a message deleted or edited before it arrived (an import, a spool
+    sent late)."""
+    batch.conn.executemany(
         "INSERT INTO graph_pending (event_id, entity, session_key) VALUES (?, ?, ?)"
         " ON CONFLICT (event_id) DO NOTHING",
         [
-            (row["id"], entity, session_key(row["channel"], row["session_id"]))
-            for row in rows
-            if row["current"] and not is_marker(row["event_type"])
+            (event.id, batch.entity, session_key(event.channel, event.session_id))
+            for event in batch.turns()
         ],
     )
 
@@ -143,14 +141,15 @@ def _close_window(
         if current and (
             len(current) >= window.max_turns
             or sum(t.chars for t in current) + turn.chars > window.max_chars
-            or _seconds(current[-1].created_at, turn.created_at) > window.idle_s
+            or timestamps.seconds_between(current[-1].created_at, turn.created_at) > window.idle_s
         ):
             chunks.append(current)
             current = []
         current.append(turn)
     if current:
         now = window.clock().strftime(timestamps.FORMAT)
-        quiet = _seconds(max(t.received_at for t in current), now) >= window.idle_s
+        waited = timestamps.seconds_between(max(t.received_at for t in current), now)
+        quiet = waited >= window.idle_s
         if force or quiet or len(current) >= window.max_turns:
             chunks.append(current)
     return [_record(conn, entity, key, chunk) for chunk in chunks]
@@ -219,7 +218,7 @@ class Episode:
 
     @property
     def reference_time(self) -> datetime:
-        return datetime.strptime(self.started_at, timestamps.FORMAT).replace(tzinfo=UTC)
+        return timestamps.parse(self.started_at)
 
     @property
     def name(self) -> str:
@@ -408,12 +407,6 @@ def sweeper(db: Database, window: Window, interval: float, on_tick=None) -> Tick
             on_tick()
 
     return Ticker("episode-sweeper", interval, sweep)
-
-
-def _seconds(earlier: str, later: str) -> float:
-    a = datetime.strptime(earlier, timestamps.FORMAT)
-    b = datetime.strptime(later, timestamps.FORMAT)
-    return (b - a).total_seconds()
 
 
 # --- replay ---

@@ -88,6 +88,22 @@ def from_datetime(moment: datetime) -> str:
     return f"{moment.year:04}" + moment.strftime(FORMAT.removeprefix("%Y"))  # %Y: 45, not 0045
 
 
+def parse(stamp: str) -> datetime:
+    """A stored timestamp read back: the instant, aware, in UTC. Every module reads them
+    with this (or `seconds_between`). Reads `FORMAT`, and any ISO-8601 text besides: a time
+    without a fraction, a space for `T`, no zone (UTC: what SQLite's CURRENT_TIMESTAMP
+    writes) or another offset (given back in UTC). Raises ValueError on anything else."""
+    moment = datetime.fromisoformat(stamp)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+
+
+def seconds_between(earlier: str, later: str) -> float:
+    """Seconds from one stored timestamp to another; negative when `later` is earlier."""
+    return (parse(later) - parse(earlier)).total_seconds()
+
+
 def _from_epoch(seconds: float) -> str:
     if seconds != seconds or not 0 <= seconds <= EPOCH_MAX:
         raise ValueError(

@@ -16,7 +16,6 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -379,7 +378,7 @@ def _layer_ranks(db: Database, entity: str, log_ids: list[int]) -> dict[int, dic
 
 
 def _week(created_at: str) -> str:
-    year, week, _ = datetime.fromisoformat(created_at.replace("Z", "+00:00")).isocalendar()
+    year, week, _ = timestamps.parse(created_at).isocalendar()
     return f"{year}-W{week:02d}"
 
 

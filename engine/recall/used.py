@@ -85,17 +85,17 @@ def is_used(item: str, reply: str) -> tuple[bool, int]:
     return shared >= USED_MIN_WORDS, shared
 
 
-def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
+def admit(batch: capture.Captured) -> None:
     """(A capture listener, in the batch's transaction.) Mark the recalls each new
     assistant reply answers; never raises."""
     try:
-        for reply in capture.turns_among(conn, event_ids, role="assistant"):
-            _mark(conn, entity, reply)
+        for reply in batch.turns(role="assistant"):
+            _mark(batch.conn, batch.entity, reply)
     except Exception:  # marking is a by-product: it never fails the capture
         log.exception("marking recalled items used failed; the events are stored")
 
 
-def _mark(conn: sqlite3.Connection, entity: str, reply: sqlite3.Row) -> None:
+def _mark(conn: sqlite3.Connection, entity: str, reply: capture.Event) -> None:
     # The reply's session, or (a caller that gave no session) its channel.
     same = "(session_id = ? OR (session_id IS NULL AND channel = ?))"
     now = timestamps.now()
@@ -105,9 +105,9 @@ def _mark(conn: sqlite3.Connection, entity: str, reply: sqlite3.Row) -> None:
         " AND created_at >= ?"
         " AND NOT EXISTS (SELECT 1 FROM recall_used u WHERE u.log_id = recall_log.id)"
         " ORDER BY id DESC LIMIT ?",
-        (entity, reply["session_id"], reply["channel"], since, REPLY_RECALLS),
+        (entity, reply.session_id, reply.channel, since, REPLY_RECALLS),
     ).fetchall()
-    said = words(reply["content"])
+    said = words(reply.content)
     for row in rows:
         for rank, item in enumerate(json.loads(row["items"]), start=1):
             shared = len(words(item.get("text") or "") & said)
@@ -124,7 +124,7 @@ def _mark(conn: sqlite3.Connection, entity: str, reply: sqlite3.Row) -> None:
                     item_key(item.get("source") or {}),
                     used,
                     shared,
-                    reply["id"],
+                    reply.id,
                     now,
                 ),
             )
@@ -207,5 +207,5 @@ def _share(marked: int, used: int) -> float | None:
 
 
 def _week(created_at: str) -> str:
-    year, week, _ = datetime.fromisoformat(created_at.replace("Z", "+00:00")).isocalendar()
+    year, week, _ = timestamps.parse(created_at).isocalendar()
     return f"{year}-W{week:02d}"

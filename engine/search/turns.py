@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
 from itertools import islice
+from typing import NamedTuple
 
 from engine.capture import events
 from engine.kernel import timestamps
@@ -39,22 +39,44 @@ _CONTEXT_BATCH = 200
 _BACKFILL_PAGE = 5_000  # turns a backfill looks at a query: it runs at every rescan
 
 
-def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int], enqueue=True) -> None:
-    """Index newly stored events by their own words (inside the transaction that stored
-    them) and enqueue one job for their context and vectors. Markers are left out."""
-    found = events.turns_among(conn, event_ids)
+def admit(batch: events.Captured) -> None:
+    """(A capture listener.) Index a batch's new turns by their own words, inside the
+    transaction that stored them, and enqueue one job for their context and vectors.
+    Markers are left out."""
+    found = batch.turns()
     if not found:
         return
+    _index(batch.conn, batch.entity, [_Turn.of(event) for event in found])
+    ids = [event.id for event in found]
+    queue.enqueue(batch.conn, batch.entity, JOB_KIND, str(ids[0]), {"event_ids": ids})
+
+
+class _Turn(NamedTuple):
+    """What a turn's search row is made of."""
+
+    id: int
+    created_at: str
+    channel: str
+    author: str | None
+    content: str
+
+    @classmethod
+    def of(cls, event: events.Event) -> _Turn:
+        return cls(event.id, event.created_at, event.channel, event.author, event.content)
+
+
+def _index(conn: sqlite3.Connection, entity: str, found: Sequence[_Turn]) -> None:
+    """Write these turns' search rows (one they have already is kept)."""
     rows = []
-    for event in found:
-        body = render(event["created_at"], event["author"], event["content"])
+    for turn in found:
+        body = render(turn.created_at, turn.author, turn.content)
         rows.append(
             (
                 entity,
-                event["id"],
-                event["created_at"],
-                event["channel"],
-                content_hash(event["content"]),
+                turn.id,
+                turn.created_at,
+                turn.channel,
+                content_hash(turn.content),
                 embed_hash("turn", body, ""),
                 body,
             )
@@ -65,9 +87,18 @@ def admit(conn: sqlite3.Connection, entity: str, event_ids: list[int], enqueue=T
         " ON CONFLICT (event_id) DO NOTHING",
         rows,
     )
-    if enqueue:
-        ids = [event["id"] for event in found]
-        queue.enqueue(conn, entity, JOB_KIND, str(ids[0]), {"event_ids": ids})
+
+
+def admit_stored(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
+    """Index events of the entity's stored before (a backfill): the turns among these ids,
+    read from capture, get their search rows; their context and vectors are the caller's
+    to ask for."""
+    found = events.turns_among(conn, event_ids)
+    _index(
+        conn,
+        entity,
+        [_Turn(t["id"], t["created_at"], t["channel"], t["author"], t["content"]) for t in found],
+    )
 
 
 def add_context(index: Index, entity: str, event_ids: list[int]) -> None:
@@ -108,7 +139,7 @@ def backfill(index: Index, entity: str, batch: int = 500) -> int:
     for start in range(0, len(missing), batch):
         admitting = missing[start : start + batch]
         with index.db.write() as conn:
-            admit(conn, entity, admitting, enqueue=False)
+            admit_stored(conn, entity, admitting)
         add_context(index, entity, admitting)
     return len(missing)
 
@@ -150,7 +181,7 @@ def rows_of(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> int:
 
 def render(created_at: str, author: str | None, content: str) -> str:
     """A turn as it is ranked and embedded: `[8 May 2023] Caroline: text`."""
-    moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    moment = timestamps.parse(created_at)
     day = f"{moment.day} {moment:%B %Y}"
     return f"[{day}] {author}: {content}" if author else f"[{day}] {content}"
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import sqlite3
 import threading
 import uuid
@@ -28,10 +27,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
-from engine.kernel import timestamps
+from engine.kernel import backoff, timestamps
 from engine.kernel.errors import NotFound, Unavailable
 from engine.store.db import Database
-from engine.store.ticker import Backoff
+from engine.store.ticker import FailingLoop
 
 log = logging.getLogger("pps.queue")
 
@@ -97,11 +96,8 @@ class Policy:
         """Seconds before the next attempt after `attempts` failed ones: the initial delay
         doubled for each failure after the first, plus up to one initial delay of jitter,
         capped at the longest."""
-        try:
-            grown = self.backoff_initial_s * 2.0 ** (max(attempts, 1) - 1)
-        except OverflowError:  # past 2**1023: the cap, long since
-            grown = self.backoff_max_s
-        return min(grown + random.uniform(0, self.backoff_initial_s), self.backoff_max_s)
+        initial = self.backoff_initial_s
+        return backoff.delay(attempts, initial, self.backoff_max_s, jitter=initial)
 
 
 def enqueue(conn: sqlite3.Connection, entity: str, kind: str, key: str, payload: dict) -> None:
@@ -446,7 +442,7 @@ class Workers:
         self._troubles[kind] = _Trouble(doing, f"{type(exc).__name__}: {exc}"[:500], since)
 
     def _serve(self, kind: str, handler: Handler, ready: threading.Event | None = None) -> None:
-        claiming = Backoff(f"{threading.current_thread().name} claiming", self.policy.poll_s)
+        claiming = FailingLoop(f"{threading.current_thread().name} claiming", self.policy.poll_s)
         while not self._stop.is_set():
             if ready is not None and not ready.is_set():  # its part is still starting
                 self._stop.wait(self.policy.poll_s)
@@ -547,7 +543,7 @@ def _at(clock: Callable[[], datetime], seconds_from_now: float = 0.0) -> str:
 def _age(stamp: str | None, now: datetime) -> float | None:
     if stamp is None:
         return None
-    then = datetime.strptime(stamp, timestamps.FORMAT).replace(tzinfo=UTC)
+    then = timestamps.parse(stamp)
     return round((now - then).total_seconds(), 3)
 
 

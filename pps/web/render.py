@@ -7,7 +7,6 @@ table gives it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
+from engine.kernel import timestamps
 from engine.kernel.errors import ANSWERS, EngineError, InputError, answer, from_validation
 from pps.web import guard
 from pps.web.guard import Refused, SignInNeeded
@@ -32,11 +32,9 @@ def when(value: str | None, seconds: bool = False) -> str:
     if not value:
         return ""
     try:
-        moment = datetime.fromisoformat(value)
+        moment = timestamps.parse(value)
     except ValueError:
         return value
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")
 
 
