@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 
 import httpx
 
+from engine.kernel import backoff
 from engine.kernel.labels import CLIENT_HEADER
 from ingest.http import service_client
 
@@ -245,9 +246,8 @@ class Relay:
             return
 
         def probe() -> None:
-            wait = PROBE_FIRST_S
-            while not self._ended.wait(wait):
-                wait = min(wait * 2, PROBE_MAX_S)
+            waits = backoff.waits(PROBE_FIRST_S, PROBE_MAX_S)
+            while not self._ended.wait(next(waits)):
                 try:
                     if not self._lists_tools():
                         continue

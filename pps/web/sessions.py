@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine.kernel import backoff
+
 IDLE_S = 2 * 3600
 MAX_S = 12 * 3600
 MAX_SESSIONS = 1000
@@ -136,7 +138,7 @@ class SignIns:
             if failures is None or now - failures.last > FORGET_S:
                 failures = _Failures(count=0, last=now, until=now)
             failures.count += 1
-            delay = min(MAX_DELAY_S, FIRST_DELAY_S * 2 ** min(failures.count - 1, 16))
+            delay = math.ceil(backoff.delay(failures.count, FIRST_DELAY_S, MAX_DELAY_S))
             failures.last, failures.until = now, now + delay
             self._failures.pop(client, None)
             self._failures[client] = failures  # the newest last: the oldest is first
