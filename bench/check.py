@@ -57,7 +57,7 @@ def main() -> None:
             )
             for i in range(start, min(start + 500, args.events))
         ]
-        events.record(db, "lyra", batch, CAPTURE_LISTENERS)
+        events.Capture(db, CAPTURE_LISTENERS).record("lyra", batch)
     index = Index(settings, db)
     dim = index.embedder().dim
     with db.write() as conn:

@@ -18,7 +18,7 @@ days, word-photos about the same people. Generated from a seed, with no network 
 LLM; written to a temp dir at run time.
 
 Ingest goes through the code paths users hit: turns through capture.parse_events +
-capture.record (one request per session), files written into each entity's home and
+Capture.record (one request per session), files written into each entity's home and
 indexed by the engine's Index (as `pps reindex` and the watcher do), vectors from the
 bundled model in the server's own runtime; the questions wait until every chunk has
 its vector. Each question then goes through the same search service as locomo.py
@@ -85,7 +85,7 @@ from engine.capture import events as capture
 from engine.kernel.config import Settings
 from engine.recall import ambient
 from engine.recall.shapes import RecallRequest
-from engine.runtime import CAPTURE_LISTENERS, Runtime
+from engine.runtime import Runtime
 from engine.search import hybrid as search
 from engine.search.hybrid import MAX_LIMIT, SearchRequest
 from engine.search.index import Index
@@ -271,7 +271,7 @@ def ingest(runtime: Runtime, corpus: Corpus) -> None:
             events = capture.parse_events(
                 payload, max_batch=settings.max_batch, max_content_bytes=settings.max_content_bytes
             )
-            capture.record(db, entity.name, events, CAPTURE_LISTENERS)
+            runtime.capture.record(entity.name, events)
             turns += len(events)
     captured = time.perf_counter()
     names = [e.name for e in corpus.entities]

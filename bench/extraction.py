@@ -212,7 +212,7 @@ def run(args: argparse.Namespace, settings: Settings, meter: Meter | None) -> li
         for n, episode in enumerate(chosen, 1):
             name = entity_name(n, episode)
             entities.create(db, name)
-            capture.record(db, name, events_of(episode), CAPTURE_LISTENERS)
+            capture.Capture(db, CAPTURE_LISTENERS).record(name, events_of(episode))
         queued = episodes.close_windows(db, graph.window, force=True)
         assert len(queued) == len(chosen), "one episode for each file"
         handle = texture.handler(graph, db, settings)

@@ -128,7 +128,7 @@ def main() -> None:
             index = Index(settings, db)
             for start in range(1, size + 1, 5000):  # search rows by words, as capture makes them
                 with db.write() as conn:
-                    turns.admit(conn, "lyra", list(range(start, start + 5000)), enqueue=False)
+                    turns.admit_stored(conn, "lyra", list(range(start, start + 5000)))
             _recall_log(db, options.log, prose, rng)
             picked = rng.sample(range(size), 2 * options.forgets)
             uids = [f"lyra-{i}" for i in picked]

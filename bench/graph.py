@@ -173,7 +173,7 @@ def overhead(graph: Graph, db: Database, settings: Settings, n: int) -> Figures:
         ]
         events = [{"channel": "terminal", "author": "Jeff", "content": t} for t in turns]
         parsed = capture.parse_events(events, max_batch=10, max_content_bytes=10_000)
-        capture.record(db, "bench-ingest", parsed, CAPTURE_LISTENERS)
+        capture.Capture(db, CAPTURE_LISTENERS).record("bench-ingest", parsed)
         (uuid,) = episodes.close_windows(db, graph.window, force=True)
         row = db.conn.execute("SELECT * FROM jobs WHERE key = ?", (uuid,)).fetchone()
         start = time.perf_counter()

@@ -128,14 +128,15 @@ def measure_http_posts(
 
 
 def measure_engine_record(data_dir: Path, sync: str, prefix: str, events: list, per_call: int):
-    """capture.record straight into a Database (no HTTP), `per_call` events per transaction."""
+    """Capture.record straight into a Database (no HTTP), `per_call` events per transaction."""
     db = Database.open(Settings(data_dir=data_dir, sqlite_synchronous=sync))
     if not db.conn.execute("SELECT 1 FROM entities WHERE name = 'bench'").fetchone():
         entities.create(db, "bench")
     parsed = [capture.EventIn.model_validate(event) for event in events]
+    stores = capture.Capture(db, CAPTURE_LISTENERS)
     start = time.perf_counter()
     for i in range(0, len(parsed), per_call):
-        capture.record(db, "bench", parsed[i : i + per_call], CAPTURE_LISTENERS)
+        stores.record("bench", parsed[i : i + per_call])
     seconds = time.perf_counter() - start
     db.close()
     ok = stored_count(data_dir / "pps.sqlite3", prefix) == len(events)

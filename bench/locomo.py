@@ -4,7 +4,7 @@ Run: .venv/bin/python bench/locomo.py [--data DIR] [--conversations N] [--compar
                                       [--no-captions] [--fusion weighted|rrf] [--recall]
 
 Each of the 10 LoCoMo conversations becomes one entity. Every turn is captured as an
-event through the code path users hit (capture.parse_events + capture.record, one
+event through the code path users hit (capture.parse_events + Capture.record, one
 request per session): the session's date as created_at, the speaker as author, the
 session as session_id. A turn that shares a photo carries the photo's caption, as a chat
 adapter would send alt text. The embed_events jobs run in the server's own runtime, and
@@ -164,7 +164,7 @@ def ingest(db: Database, settings: Settings, conversations: list[dict]) -> tuple
                 max_batch=settings.max_batch,
                 max_content_bytes=settings.max_content_bytes,
             )
-            capture.record(db, conv["name"], events, CAPTURE_LISTENERS)
+            capture.Capture(db, CAPTURE_LISTENERS).record(conv["name"], events)
             turns += len(events)
     captured = time.perf_counter()
     while True:  # the embed_events jobs run in the runtime's workers

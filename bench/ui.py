@@ -87,7 +87,7 @@ def populate(data_dir: Path, events: int, facts: int) -> str:
             )
             for n in range(start, min(start + 1000, events))
         ]
-        capture.record(db, ENTITY, batch, ())
+        capture.Capture(db, ()).record(ENTITY, batch)
     if events > have:
         print(f"stored {events - have} events in {time.perf_counter() - began:.1f} s")
     if facts:

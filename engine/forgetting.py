@@ -38,6 +38,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.capture import events as capture
 from engine.capture import versions
 from engine.crystal import summaries, summarize
 from engine.graph import episodes, texture
@@ -158,12 +159,12 @@ def _forget_event(index: Index, entity: str, uid: str, why: str | None, asked_by
     return receipt
 
 
-def superseded(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> None:
-    """A capture listener (after `versions.supersede`, in the batch's transaction): the
-    versions an edit replaced leave search, the graph and the summaries; a message a
-    client deleted is forgotten, as `forget` would (its tombstone names the channel that
-    deleted it)."""
-    gone = versions.supersede(conn, entity, event_ids)
+def superseded(batch: capture.Captured) -> None:
+    """A capture listener (in the batch's transaction, capture having marked what its
+    edits and deletions changed): the versions an edit replaced leave search, the graph
+    and the summaries; a message a client deleted is forgotten, as `forget` would (its
+    tombstone names the channel that deleted it)."""
+    conn, entity, gone = batch.conn, batch.entity, list(batch.superseded)
     if not gone:
         return
     deleted = versions.deleted_among(conn, entity, gone)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from engine import forgetting
 from engine.capture import clients
+from engine.capture.events import Capture, Listener
 from engine.crystal import summarize
 from engine.graph import curator, episodes, reembed, texture
 from engine.kernel.config import Settings
@@ -23,20 +24,26 @@ from engine.store.db import Database
 log = logging.getLogger("pps.runtime")
 
 
-CAPTURE_LISTENERS = (forgetting.superseded, turns.admit, episodes.admit, used.admit)
-"""What capture announces a stored batch to, inside its transaction: capture marks what
-an edit or a deletion changed (the replaced versions leave search, the graph and the
-summaries; a deleted message is forgotten everywhere), search indexes the new turns'
+CAPTURE_LISTENERS: tuple[Listener, ...] = (
+    forgetting.superseded,
+    turns.admit,
+    episodes.admit,
+    used.admit,
+)
+"""What capture tells of a stored batch, inside its transaction, once it has marked what
+an edit or a deletion changed: the replaced versions leave search, the graph and the
+summaries (a deleted message is forgotten everywhere), search indexes the new turns'
 words at once (their vectors follow as a job), the graph puts them in their episode
-windows, recall marks what an assistant's reply used of the recalls before it. Every
-writer of events passes these to `capture.record`."""
+windows, recall marks what an assistant's reply used of the recalls before it. The
+runtime's `capture` is made with them; a command that stores events without a runtime
+makes its own (`Capture(db, CAPTURE_LISTENERS)`)."""
 
 
 class Runtime:
     def __init__(self, settings: Settings, db: Database):
         self.settings = settings
         self.db = db
-        self.announce = CAPTURE_LISTENERS
+        self.capture = Capture(db, CAPTURE_LISTENERS)
         self.workers = queue.Workers(db, queue.Policy.from_settings(settings))
         # Search (layer 2 and the longform tier): the index with its vectors in memory, the
         # keeper that follows the homes' files, and the workers embedding captured turns.

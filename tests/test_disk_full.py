@@ -377,7 +377,7 @@ def test_a_ticker_on_a_full_disk_logs_once_and_backs_off(server, make_client, ca
     ticker = Ticker(
         "episode-sweeper",
         1.0,
-        lambda: events.record(server.db, entity, [big], announce=()),
+        lambda: events.Capture(server.db, ()).record(entity, [big]),
         clock=lambda: now[0],
     )
     assert ticker.step() == 1.0  # room: every second

@@ -73,7 +73,7 @@ def test_a_data_dir_moves_to_another_model_in_the_background(tmp_path):
         entities.create(db, "e")
         events = [{"channel": "terminal", "content": text} for text in SAID]
         parsed = capture.parse_events(events, max_batch=10, max_content_bytes=4096)
-        capture.record(db, "e", parsed, CAPTURE_LISTENERS)
+        capture.Capture(db, CAPTURE_LISTENERS).record("e", parsed)
         wait_for(lambda: _vectors(db, embeddings.BUNDLED) == 3, 120, "the first vectors")
     finally:
         runtime.stop()
@@ -118,7 +118,7 @@ def _indexed_with_the_default_model(data_dir, said: list[str]) -> str:
             parsed = capture.parse_events(
                 events[start : start + 100], max_batch=100, max_content_bytes=4096
             )
-            capture.record(db, "e", parsed, CAPTURE_LISTENERS)
+            capture.Capture(db, CAPTURE_LISTENERS).record("e", parsed)
         wait_for(lambda: _vectors(db, embeddings.BUNDLED) == len(said), 300, "the first vectors")
     finally:
         runtime.stop()

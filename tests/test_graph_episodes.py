@@ -29,7 +29,7 @@ def db(tmp_path):
 def record(db, entity="lyra", **fields):
     event = {"channel": "terminal", "author": "jeff", "content": "hello there", **fields}
     parsed = capture.parse_events([event], max_batch=10, max_content_bytes=100_000)
-    return capture.record(db, entity, parsed, CAPTURE_LISTENERS)[0].event_uid
+    return capture.Capture(db, CAPTURE_LISTENERS).record(entity, parsed)[0].event_uid
 
 
 def covered(db, uuid):

@@ -84,7 +84,7 @@ def new_entity(db) -> str:
 def episode_job(db, entity, turns=TURNS) -> queue.Job:
     events = [{"channel": "terminal", "author": "Jeff", "content": t} for t in turns]
     parsed = capture.parse_events(events, max_batch=50, max_content_bytes=10**5)
-    capture.record(db, entity, parsed, CAPTURE_LISTENERS)
+    capture.Capture(db, CAPTURE_LISTENERS).record(entity, parsed)
     (uuid,) = episodes.close_windows(db, episodes.Window(), force=True)
     row = db.conn.execute("SELECT * FROM jobs WHERE key = ?", (uuid,)).fetchone()
     return queue.Job.from_row(row)
@@ -210,17 +210,15 @@ def test_calls_and_tokens_are_metered_and_the_daily_budget_holds(make_graph, stu
 def test_triplets_and_notes_reach_the_graph(make_graph, stub):
     graph, db, settings = make_graph()
     entity = new_entity(db)
+    stores = capture.Capture(db, CAPTURE_LISTENERS)
     trip = texture.add_triplet(
-        db,
+        stores,
         entity,
         texture.TripletIn(
             source="Jeff", relationship="works at", target="Acme", fact="Jeff works at Acme."
         ),
-        CAPTURE_LISTENERS,
     )
-    note = texture.add(
-        db, entity, texture.NoteIn(content="Lyra adopted a cat named Miso."), CAPTURE_LISTENERS
-    )
+    note = texture.add(stores, entity, texture.NoteIn(content="Lyra adopted a cat named Miso."))
     handle = texture.handler(graph, db, settings)
     for uuid in episodes.close_windows(db, episodes.Window()):
         row = db.conn.execute("SELECT * FROM jobs WHERE key = ?", (uuid,)).fetchone()
@@ -281,11 +279,8 @@ def test_explore_timeline_and_time_windows(make_graph, stub):
             }
             for t in turns
         ]
-        capture.record(
-            db,
-            entity,
-            capture.parse_events(events, max_batch=9, max_content_bytes=9999),
-            CAPTURE_LISTENERS,
+        capture.Capture(db, CAPTURE_LISTENERS).record(
+            entity, capture.parse_events(events, max_batch=9, max_content_bytes=9999)
         )
     for uuid in episodes.close_windows(db, episodes.Window(), force=True):
         handle(

@@ -64,7 +64,7 @@ def _record(db: Database, entity: str, said: list[str]) -> queue.Job:
     """Turns stored as capture stores them, closed into an episode: its queued job."""
     events = [{"channel": "terminal", "content": text} for text in said]
     parsed = capture.parse_events(events, max_batch=50, max_content_bytes=10**5)
-    capture.record(db, entity, parsed, CAPTURE_LISTENERS)
+    capture.Capture(db, CAPTURE_LISTENERS).record(entity, parsed)
     (uuid,) = episodes.close_windows(db, episodes.Window(), force=True)
     row = db.conn.execute("SELECT * FROM jobs WHERE key = ?", (uuid,)).fetchone()
     return queue.Job.from_row(row)

@@ -80,7 +80,7 @@ def extracted(graph, db, entity: str) -> dict:
     """Record an episode, wait for its job to end, and say how it ended."""
     events = [{"channel": "terminal", "author": "Jeff", "content": t} for t in TURNS]
     parsed = capture.parse_events(events, max_batch=50, max_content_bytes=10**5)
-    capture.record(db, entity, parsed, CAPTURE_LISTENERS)
+    capture.Capture(db, CAPTURE_LISTENERS).record(entity, parsed)
     (uuid,) = episodes.close_windows(db, episodes.Window(), force=True)
 
     def job() -> dict:

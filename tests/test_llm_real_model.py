@@ -150,7 +150,7 @@ def test_a_real_model_fills_the_graph_under_the_default_settings(llama, tmp_path
             workers.start()
             events = [{"channel": "terminal", "author": "Jeff", "content": t} for t in TURNS]
             parsed = capture.parse_events(events, max_batch=50, max_content_bytes=10**5)
-            capture.record(db, "lyra", parsed, CAPTURE_LISTENERS)
+            capture.Capture(db, CAPTURE_LISTENERS).record("lyra", parsed)
             started = time.monotonic()
             (uuid,) = episodes.close_windows(db, episodes.Window(), force=True)
 

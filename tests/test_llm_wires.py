@@ -93,7 +93,7 @@ def worked(start):
 def record_episode(db, entity: str) -> str:
     events = [{"channel": "terminal", "author": "Jeff", "content": t} for t in TURNS]
     parsed = capture.parse_events(events, max_batch=50, max_content_bytes=10**5)
-    capture.record(db, entity, parsed, CAPTURE_LISTENERS)
+    capture.Capture(db, CAPTURE_LISTENERS).record(entity, parsed)
     (uuid,) = episodes.close_windows(db, episodes.Window(), force=True)
     return uuid
 

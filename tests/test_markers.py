@@ -100,7 +100,7 @@ def test_the_unsummarized_count_is_of_one_moment_while_markers_arrive(tmp_path):
 
     def store(*events) -> None:
         parsed = capture.parse_events(list(events), max_batch=10, max_content_bytes=10_000)
-        capture.record(db, "lyra", parsed, CAPTURE_LISTENERS)
+        capture.Capture(db, CAPTURE_LISTENERS).record("lyra", parsed)
 
     store(*({"channel": "terminal", "author": "Jeff", "content": f"turn {n}"} for n in (1, 2)))
     stop, counts = threading.Event(), []

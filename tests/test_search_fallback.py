@@ -110,7 +110,7 @@ sys.meta_path.insert(0, Missing())
 from engine import health
 from engine.capture import entities
 from engine.capture import events as capture
-from engine.runtime import CAPTURE_LISTENERS, Runtime
+from engine.runtime import Runtime
 from engine.search import hybrid
 from engine.kernel.config import Settings
 from engine.store.db import Database
@@ -122,8 +122,7 @@ runtime.start()
 runtime.wait_loaded()  # the models load after the start (engine.runtime)
 entities.create(db, "e")
 said = [{"channel": "discord", "author": "jeff", "content": text} for text in sys.argv[2:]]
-capture.record(db, "e", capture.parse_events(said, max_batch=10, max_content_bytes=4096),
-               CAPTURE_LISTENERS)
+runtime.capture.record("e", capture.parse_events(said, max_batch=10, max_content_bytes=4096))
 asked = hybrid.SearchRequest(query="a terrier, or the report?", tiers="longform")
 found = hybrid.search(runtime.index, "e", asked)
 print(json.dumps({"results": [r.text for r in found.results],

@@ -26,7 +26,7 @@ def test_a_turns_context_holds_the_configured_neighbours(tmp_path, reach):
         max_batch=50,
         max_content_bytes=10_000,
     )
-    ids = [r.id for r in capture.record(db, "lyra", events, CAPTURE_LISTENERS)]
+    ids = [r.id for r in capture.Capture(db, CAPTURE_LISTENERS).record("lyra", events)]
     turns.add_context(Index(settings, db), "lyra", ids)
     context = db.conn.execute(
         "SELECT context FROM search_chunks WHERE event_id = ?", (ids[4],)
@@ -44,13 +44,13 @@ def test_turns_the_index_lacks_are_admitted_once_with_their_context(tmp_path, mo
     db = Database.open(settings)
     entities.create(db, "lyra")
 
-    def store(texts: list[str], announce) -> list[int]:
+    def store(texts: list[str], listeners) -> list[int]:
         events = capture.parse_events(
             [{"channel": "terminal", "content": text, "session_id": "s"} for text in texts],
             max_batch=50,
             max_content_bytes=10_000,
         )
-        return [r.id for r in capture.record(db, "lyra", events, announce)]
+        return [r.id for r in capture.Capture(db, listeners).record("lyra", events)]
 
     indexed = store([f"indexed turn {n}" for n in range(3)], CAPTURE_LISTENERS)
     lacking = store([f"lacking turn {n}" for n in range(5)], ())

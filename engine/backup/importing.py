@@ -3,7 +3,7 @@ dir, under its own entity's name or another.
 
 An import first reads the whole export and checks every line, every reference and every
 home file against the target (nothing is written if one is wrong), then stores: events
-through capture (`capture.record`, with the listeners every writer passes: search rows
+through capture (`Capture.record`, with the runtime's listeners: search rows
 at once, their context and vectors as queued jobs), so an event_uid already there stores
 nothing; summaries and inventory the same way (an identical summary, an item or a space
 no newer than the one there, are left alone); home files copied, an identical one left
@@ -27,16 +27,16 @@ from engine.backup import portable, scope
 from engine.backup.portable import ExportError, copy_file
 from engine.capture import events as capture
 from engine.capture.entities import check_name
+from engine.capture.events import Capture
 from engine.crystal.summaries import SUMMARY_TYPE_PATTERN
 from engine.inventory.items import ItemIn, SpaceIn
-from engine.kernel import timestamps
+from engine.kernel import lock, timestamps
 from engine.kernel.config import Settings
 from engine.kernel.errors import InputError, from_validation
 from engine.kernel.events import EventIn
 from engine.kernel.files import ensure_private_dir
 from engine.kernel.patterns import CHANNEL_PATTERN
 from engine.kernel.requests import Request
-from engine.kernel import lock
 from engine.store.db import MIGRATIONS_DIR, Database, migrations
 
 _BATCH = 500
@@ -326,7 +326,7 @@ def apply(
     try:
         if not db.conn.execute("SELECT 1 FROM entities WHERE name = ?", (plan.entity,)).fetchone():
             raise ExportError(f"no entity named {plan.entity!r}: create it first")
-        _import_events(db, settings, plan, done, CAPTURE_LISTENERS, progress)
+        _import_events(Capture(db, CAPTURE_LISTENERS), settings, plan, done, progress)
         _import_summaries(db, plan, done)
         _import_inventory(db, plan, done)
         home = scope.home_of(settings, plan.entity)[0]
@@ -358,14 +358,20 @@ def apply(
     return done
 
 
-def _import_events(db, settings, plan, done, listeners, progress) -> None:
+def _import_events(
+    capturing: Capture,
+    settings: Settings,
+    plan: Plan,
+    done: Imported,
+    progress: Callable[[str, int, int], None] | None,
+) -> None:
     batch: list[EventIn] = []
     received: list[str] = []
     count = 0
 
     def flush() -> None:
         nonlocal count
-        results = capture.record(db, plan.entity, batch, listeners, received=received)
+        results = capturing.record(plan.entity, batch, received=received)
         new = sum(1 for r in results if not r.duplicate)
         done.events_new += new
         done.events_known += len(results) - new

@@ -1,14 +1,15 @@
 """Layer 1, raw capture: every event from every channel, in SQLite.
 
 What happens when an event arrives: `parse_events` checks the request as a whole
-(shape, batch size, each field, content size) and names every problem; `record`
+(shape, batch size, each field, content size) and names every problem; `Capture.record`
 writes the batch in one transaction and reports, per event, its id and whether it
 was new. Nothing is acknowledged before the commit; a rejected batch stores nothing.
 
-Capture knows nothing of the layers that follow it. `record` announces the ids it
-stored, inside their transaction, to the listeners it is given; the runtime wires them
-(engine.runtime.CAPTURE_LISTENERS: search indexes the turns, the graph windows them),
-so an event and what it owes the other layers commit together or not at all.
+Capture knows nothing of the layers that follow it. A `Capture` is made once with its
+listeners (the runtime's, engine.runtime.CAPTURE_LISTENERS: search indexes the turns,
+the graph windows them); inside each batch's transaction it tells them what it stored,
+a `Captured` carrying the stored events themselves, so no listener reads them back and
+an event and what it owes the other layers commit together or not at all.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from pydantic import (
     ValidationError,
 )
 
-from engine.capture.markers import current, markers_only, superseded, turns_only
+from engine.capture import versions
+from engine.capture.markers import current, is_marker, markers_only, superseded, turns_only
 from engine.capture.words import any_of, keywords, searchable
 from engine.kernel import timestamps
 from engine.kernel.errors import FieldProblem, InputError, NotFound, from_validation
@@ -197,57 +199,138 @@ def parse_events(payload: Any, *, max_batch: int, max_content_bytes: int) -> lis
     return events
 
 
-Listener = Callable[[sqlite3.Connection, str, list[int]], None]
-"""Told (connection, entity, ids of the events just stored) inside the batch's transaction."""
+@dataclass(frozen=True)
+class Captured:
+    """What one batch stored, told to each listener inside the batch's transaction (on
+    `conn`, so what a listener writes commits with the events or not at all): the entity,
+    the events stored (a duplicate is not among them) as they stand once capture has marked
+    what the batch's edits and deletions changed, and the ids of the events that stopped
+    being current by it (an edited message's older versions, every version of a deleted
+    one). A listener reads none of them back."""
+
+    conn: sqlite3.Connection
+    entity: str
+    events: tuple[Event, ...]
+    superseded: tuple[int, ...] = ()
+
+    def turns(self, role: str | None = None) -> list[Event]:
+        """The turns among the events (no markers, nothing an edit replaced or a deletion
+        took back), of `role` only when given, in time order (created_at, then id)."""
+        found = [
+            event
+            for event in self.events
+            if not is_marker(event.event_type)
+            and event.replaced_by is None
+            and event.deleted_at is None
+            and (role is None or event.role == role)
+        ]
+        return sorted(found, key=lambda event: (event.created_at, event.id))
 
 
-def record(
-    db: Database,
-    entity: str,
-    events: list[EventIn],
-    announce: Sequence[Listener],
-    received: Sequence[str] | None = None,
-) -> list[Recorded]:
-    """Store a batch in one transaction and announce the new events' ids to `announce`.
-    An event_uid already stored (or repeated in the batch) stores nothing and answers
-    with the original id, marked duplicate. `received`, one normalised timestamp per
-    event, keeps when each was first received (an import of an export); else now."""
-    now = timestamps.now()
-    results = []
-    with db.write() as conn:
-        for position, event in enumerate(events):
-            received_at = received[position] if received is not None else now
-            uid = event.event_uid or uuid.uuid4().hex
-            row = conn.execute(
-                "INSERT INTO events (entity, event_uid, channel, event_type, author, role,"
-                " content, metadata, session_id, created_at, received_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (entity, event_uid) DO NOTHING RETURNING id",
-                (
-                    entity,
-                    uid,
-                    event.channel,
-                    event.event_type,
-                    event.author,
-                    event.role,
-                    event.content,
-                    json.dumps(event.metadata, ensure_ascii=False),
-                    event.session_id,
-                    event.created_at or received_at,
-                    received_at,
-                ),
-            ).fetchone()
-            if row is not None:
-                results.append(Recorded(id=row[0], event_uid=uid, duplicate=False))
-                continue
-            original = conn.execute(
-                "SELECT id FROM events WHERE entity = ? AND event_uid = ?", (entity, uid)
-            ).fetchone()
-            results.append(Recorded(id=original[0], event_uid=uid, duplicate=True))
-        new = [r.id for r in results if not r.duplicate]
-        for listener in announce if new else ():
-            listener(conn, entity, new)
-    return results
+Listener = Callable[[Captured], None]
+"""Told of each batch that stored something, inside its transaction."""
+
+
+class Capture:
+    """Stores batches of events and tells its listeners what each stored. Made once, with
+    the listeners the runtime wires (engine.runtime.CAPTURE_LISTENERS), so a writer of
+    events cannot leave one out."""
+
+    def __init__(self, db: Database, listeners: Sequence[Listener]):
+        self.db = db
+        self.listeners = tuple(listeners)
+
+    def record(
+        self,
+        entity: str,
+        events: list[EventIn],
+        received: Sequence[str] | None = None,
+        also: Sequence[Listener] = (),
+    ) -> list[Recorded]:
+        """Store a batch in one transaction, mark what its edits and deletions change, and
+        tell the listeners (then `also`, this batch's own) what it stored. An event_uid
+        already stored (or repeated in the batch) stores nothing and answers with the
+        original id, marked duplicate. `received`, one normalised timestamp per event,
+        keeps when each was first received (an import of an export); else now."""
+        now = timestamps.now()
+        results = []
+        stored: list[Event] = []
+        named: list[Any] = []  # what the batch's edits and deletions name
+        nameable: list[str] = []  # the uids of its messages a client chose
+        with self.db.write() as conn:
+            for position, event in enumerate(events):
+                received_at = received[position] if received is not None else now
+                uid = event.event_uid or uuid.uuid4().hex
+                created_at = event.created_at or received_at
+                metadata = json.dumps(event.metadata, ensure_ascii=False)
+                row = conn.execute(
+                    "INSERT INTO events (entity, event_uid, channel, event_type, author, role,"
+                    " content, metadata, session_id, created_at, received_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    f" ON CONFLICT (entity, event_uid) DO NOTHING RETURNING id, {versions.NAMING}",
+                    (
+                        entity,
+                        uid,
+                        event.channel,
+                        event.event_type,
+                        event.author,
+                        event.role,
+                        event.content,
+                        metadata,
+                        event.session_id,
+                        created_at,
+                        received_at,
+                    ),
+                ).fetchone()
+                if row is None:
+                    original = conn.execute(
+                        "SELECT id FROM events WHERE entity = ? AND event_uid = ?", (entity, uid)
+                    ).fetchone()
+                    results.append(Recorded(id=original[0], event_uid=uid, duplicate=True))
+                    continue
+                event_id, names = row
+                results.append(Recorded(id=event_id, event_uid=uid, duplicate=False))
+                stored.append(
+                    Event(
+                        id=event_id,
+                        event_uid=uid,
+                        entity=entity,
+                        channel=event.channel,
+                        event_type=event.event_type,
+                        author=event.author,
+                        role=event.role,
+                        content=event.content,
+                        metadata=event.metadata,
+                        session_id=event.session_id,
+                        created_at=created_at,
+                        received_at=received_at,
+                    )
+                )
+                if versions.is_change(event.event_type):
+                    named.append(names)
+                elif event.event_uid is not None:
+                    nameable.append(uid)
+            if not stored:
+                return results
+            marked = versions.supersede(conn, entity, nameable, named)
+            batch = Captured(
+                conn,
+                entity,
+                tuple(_as_marked(event, marked.marks) for event in stored),
+                tuple(marked.gone),
+            )
+            for listener in (*self.listeners, *also):
+                listener(batch)
+        return results
+
+
+def _as_marked(event: Event, marks: dict[int, tuple[str | None, str | None]]) -> Event:
+    """The event with the marks capture gave it just now (an event stored after its edit
+    or deletion: an import, a spool sent late)."""
+    if event.id not in marks:
+        return event
+    replaced_by, deleted_at = marks[event.id]
+    return event.model_copy(update={"replaced_by": replaced_by, "deleted_at": deleted_at})
 
 
 def list_events(db: Database, entity: str, query: EventQuery) -> Page:

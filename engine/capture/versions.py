@@ -9,31 +9,57 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-_NAMING = "coalesce(json_extract(metadata, '$.replaces'), json_extract(metadata, '$.deletes'))"
+NAMING = "coalesce(json_extract(metadata, '$.replaces'), json_extract(metadata, '$.deletes'))"
 """What an edit or deletion names: the expression migrations/0008's index holds."""
 
 
-def supersede(conn: sqlite3.Connection, entity: str, event_ids: list[int]) -> list[int]:
-    """(A capture listener's half, in the batch's transaction.) Mark what the new events
-    change: every version of a message but its newest edit gets `replaced_by` (that
-    edit's uid), every version of a deleted one `deleted_at` (its first deletion's
-    time). A message stored after its edit or deletion (an import, a spool sent late)
-    is marked as it arrives. Returns the ids that stopped being current, for search to
-    drop their rows."""
-    named = conn.execute(
-        f"SELECT event_uid, event_type, {_NAMING} AS names FROM events"
-        " WHERE entity = ? AND id IN (SELECT value FROM json_each(?))",
-        (entity, json.dumps(event_ids)),
-    ).fetchall()
-    originals = {
-        row["names"] if row["event_type"] in ("edit", "delete") and row["names"] else None
-        for row in named
-    } | {row["event_uid"] for row in named if row["event_type"] not in ("edit", "delete")}
-    gone: list[int] = []
-    for original in sorted(o for o in originals if o):
-        gone += _mark_versions(conn, entity, original)
-    return gone
+def is_change(event_type: str) -> bool:
+    """Whether an event of this type changes the message it names: an edit, a deletion."""
+    return event_type in ("edit", "delete")
+
+
+@dataclass
+class Marked:
+    """What `supersede` marked: every version given marks anew, by id, (`replaced_by`,
+    `deleted_at`); and the ids that stopped being current by them, for search to drop
+    their rows."""
+
+    marks: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)
+    gone: list[int] = field(default_factory=list)
+
+
+def supersede(
+    conn: sqlite3.Connection, entity: str, messages: Sequence[str], named: Sequence[Any]
+) -> Marked:
+    """(Capture's, in a batch's transaction, before its listeners hear of it.) Mark what
+    the new events change: every version of a message but its newest edit gets
+    `replaced_by` (that edit's uid), every version of a deleted one `deleted_at` (its first
+    deletion's time). `named`: what the batch's edits and deletions name; `messages`: the
+    uids its clients gave its other events, which an edit or deletion stored before them
+    may name (a message stored after its edit or deletion, an import, a spool sent late,
+    is marked as it arrives). A uid capture made up just now no earlier event can name."""
+    originals = {name for name in named if name}
+    if messages:
+        originals |= {
+            row[0]
+            for row in conn.execute(
+                f"SELECT DISTINCT {NAMING} FROM events WHERE entity = ?"
+                f" AND event_type IN ('edit', 'delete') AND {NAMING} IN"
+                " (SELECT value FROM json_each(?))",
+                (entity, json.dumps(list(messages))),
+            )
+        }
+    marked = Marked()
+    for original in sorted(originals):
+        for version_id, marks, ended in _mark_versions(conn, entity, original):
+            marked.marks[version_id] = marks
+            if ended:
+                marked.gone.append(version_id)
+    return marked
 
 
 _VERSION = (
@@ -42,10 +68,13 @@ _VERSION = (
 )
 
 
-def _mark_versions(conn: sqlite3.Connection, entity: str, original: str) -> list[int]:
-    """Mark the versions of the message `original`; the ids newly not current."""
+def _mark_versions(
+    conn: sqlite3.Connection, entity: str, original: str
+) -> list[tuple[int, tuple[str | None, str | None], bool]]:
+    """Mark the versions of the message `original`: each version marked anew, with its
+    marks and whether it stopped being current by them."""
     changes = conn.execute(
-        f"{_VERSION} WHERE entity = ? AND event_type IN ('edit', 'delete') AND {_NAMING} = ?",
+        f"{_VERSION} WHERE entity = ? AND event_type IN ('edit', 'delete') AND {NAMING} = ?",
         (entity, original),
     ).fetchall()
     if not changes:
@@ -59,7 +88,7 @@ def _mark_versions(conn: sqlite3.Connection, entity: str, original: str) -> list
     )
     deletions = [c["created_at"] for c in changes if c["event_type"] == "delete"]
     newest = versions[-1]["event_uid"] if versions else None
-    gone = []
+    marked = []
     for version in versions:
         replaced_by = None if version["event_uid"] == newest else newest
         ended = [*deletions, *([version["forgotten"]] if version["forgotten"] else [])]
@@ -71,9 +100,9 @@ def _mark_versions(conn: sqlite3.Connection, entity: str, original: str) -> list
             (replaced_by, deleted_at, version["id"]),
         )
         was_current = version["replaced_by"] is None and version["deleted_at"] is None
-        if was_current and (replaced_by is not None or deleted_at is not None):
-            gone.append(version["id"])
-    return gone
+        now_gone = replaced_by is not None or deleted_at is not None
+        marked.append((version["id"], (replaced_by, deleted_at), was_current and now_gone))
+    return marked
 
 
 def versions_of(conn: sqlite3.Connection, entity: str, event_uid: str) -> list[int]:
@@ -81,7 +110,7 @@ def versions_of(conn: sqlite3.Connection, entity: str, event_uid: str) -> list[i
     its edits, the deletions naming it (an edit or deletion given names its original).
     Empty if the entity has no such event."""
     row = conn.execute(
-        f"SELECT event_type, {_NAMING} AS names FROM events WHERE entity = ? AND event_uid = ?",
+        f"SELECT event_type, {NAMING} AS names FROM events WHERE entity = ? AND event_uid = ?",
         (entity, event_uid),
     ).fetchone()
     if row is None:
@@ -91,7 +120,7 @@ def versions_of(conn: sqlite3.Connection, entity: str, event_uid: str) -> list[i
     return [
         r[0]
         for r in conn.execute(
-            f"SELECT id FROM events WHERE entity = ? AND (event_uid = ? OR {_NAMING} = ?)"
+            f"SELECT id FROM events WHERE entity = ? AND (event_uid = ? OR {NAMING} = ?)"
             " ORDER BY id",
             (entity, original, original),
         )
@@ -158,7 +187,7 @@ def originals(conn: sqlite3.Connection, entity: str, ids: list[int]) -> list[str
     """The uids of the messages these events are versions of, in the order stored."""
     rows = conn.execute(
         "SELECT CASE WHEN event_type IN ('edit', 'delete')"
-        f" THEN coalesce({_NAMING}, event_uid) ELSE event_uid END FROM events"
+        f" THEN coalesce({NAMING}, event_uid) ELSE event_uid END FROM events"
         " WHERE entity = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
         (entity, _among(ids)),
     )

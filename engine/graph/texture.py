@@ -14,24 +14,22 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_serializer
 
-from engine.capture import events as capture
-from engine.capture.events import Listener
+from engine.capture.events import Capture
 from engine.graph import episodes, reembed
 from engine.graph.facts import DELETABLE, Fact, Node
 from engine.kernel.config import Settings
 from engine.kernel.errors import Conflict, NotFound, Unavailable
 from engine.kernel.events import EventIn
+from engine.kernel.lock import SERVE, DataDirBusy, DataDirLock
 from engine.kernel.requests import NON_BLANK, Request, is_blank
 from engine.kernel.timestamps import Moment, MomentText
 from engine.llm import budget, endpoint
 from engine.store import queue
 from engine.store.db import Database
-from engine.kernel.lock import SERVE, DataDirBusy, DataDirLock
 from engine.store.queue import QueueStatus
 
 log = logging.getLogger("pps.texture")
@@ -341,7 +339,7 @@ def stats(graph, db: Database, settings: Settings, entity: str) -> Stats:
 # --- writing ---
 
 
-def add(db: Database, entity: str, note: NoteIn, announce: Sequence[Listener]) -> Accepted:
+def add(capture: Capture, entity: str, note: NoteIn) -> Accepted:
     """Learn from a piece of text: stored as an event, an episode of its own."""
     event = EventIn(
         channel=episodes.TEXTURE_CHANNEL,
@@ -350,12 +348,10 @@ def add(db: Database, entity: str, note: NoteIn, announce: Sequence[Listener]) -
         content=note.content,
         created_at=note.created_at,
     )
-    return _accept(db, entity, event, announce)
+    return _accept(capture, entity, event)
 
 
-def add_triplet(
-    db: Database, entity: str, triplet: TripletIn, announce: Sequence[Listener]
-) -> Accepted:
+def add_triplet(capture: Capture, entity: str, triplet: TripletIn) -> Accepted:
     """Add one fact between two entities as given (Graphiti still dedupes it)."""
     relationship = re.sub(r"\s+", "_", triplet.relationship.strip()).upper()
     event = EventIn(
@@ -366,11 +362,11 @@ def add_triplet(
         metadata={"source": triplet.source, "relationship": relationship, "target": triplet.target},
         created_at=triplet.created_at,
     )
-    return _accept(db, entity, event, announce)
+    return _accept(capture, entity, event)
 
 
-def _accept(db: Database, entity: str, event: EventIn, announce: Sequence[Listener]) -> Accepted:
-    recorded = capture.record(db, entity, [event], announce)[0]
+def _accept(capture: Capture, entity: str, event: EventIn) -> Accepted:
+    recorded = capture.record(entity, [event])[0]
     uid = episodes.episode_uuid(entity, [recorded.event_uid])
     return Accepted(event_uid=recorded.event_uid, episode_uuid=uid, status="queued")
 
