@@ -106,7 +106,7 @@ def store_event(
             max_batch=1,
             max_content_bytes=me.settings.max_content_bytes,
         )
-        [stored] = capture.record(me.db, me.entity, events, me.runtime.announce)
+        [stored] = me.runtime.capture.record(me.entity, events)
     return stored.model_dump()
 
 
@@ -273,7 +273,7 @@ def texture_add(ctx: Context, content: str) -> dict:
     me = caller(ctx)
     with tool_errors():
         return texture.add(
-            me.db, me.entity, texture.NoteIn(content=content), me.runtime.announce
+            me.runtime.capture, me.entity, texture.NoteIn(content=content)
         ).model_dump()
 
 
@@ -288,7 +288,7 @@ def texture_add_triplet(
         triplet = texture.TripletIn(
             source=source, relationship=relationship, target=target, fact=fact
         )
-        return texture.add_triplet(me.db, me.entity, triplet, me.runtime.announce).model_dump()
+        return texture.add_triplet(me.runtime.capture, me.entity, triplet).model_dump()
 
 
 @tool(annotations=DELETE)

@@ -46,7 +46,7 @@ def post_events(
     events = capture.parse_events(
         payload, max_batch=settings.max_batch, max_content_bytes=settings.max_content_bytes
     )
-    recorded = capture.record(db, entity, events, runtime.announce)
+    recorded = runtime.capture.record(entity, events)
     new = sum(not r.duplicate for r in recorded)
     return Stored(events=recorded, stored=new, duplicates=len(recorded) - new)
 

@@ -14,7 +14,6 @@ named in the X-PPS-Problems header, which the hook client writes to hooks.log.
 
 import dataclasses
 import json
-import sqlite3
 import threading
 from typing import Annotated, Any, Literal
 
@@ -232,8 +231,8 @@ def host_hook(
             if (after := dataclasses.asdict(one)) != read[key]
         }
 
-        def save(conn: sqlite3.Connection, *_: Any) -> None:  # with the new events
-            sessions.save(changed, conn)
+        def save(batch: capture.Captured) -> None:  # with the new events
+            sessions.save(changed, batch.conn)
             changed.clear()
 
         if call.events:
@@ -242,7 +241,7 @@ def host_hook(
                 max_batch=len(call.events),
                 max_content_bytes=settings.max_content_bytes,
             )
-            capture.record(db, entity, parsed, [*runtime.announce, save])
+            runtime.capture.record(entity, parsed, also=[save])
         if changed:  # no new event stored them: the states alone
             sessions.save(changed)
     context = None

@@ -69,12 +69,12 @@ def timeline(
 
 @router.post("", status_code=202, summary="Learn from a note (stored, then queued)")
 def add(body: NoteIn, entity: CurrentEntity, db: DB, runtime: AppRuntime) -> Accepted:
-    return texture.add(db, entity, body, runtime.announce)
+    return texture.add(runtime.capture, entity, body)
 
 
 @router.post("/triplets", status_code=202, summary="Add a fact between two entities (queued)")
 def add_triplet(body: TripletIn, entity: CurrentEntity, db: DB, runtime: AppRuntime) -> Accepted:
-    return texture.add_triplet(db, entity, body, runtime.announce)
+    return texture.add_triplet(runtime.capture, entity, body)
 
 
 @router.delete("/{uuid}", summary="Delete a fact, an entity or an episode from the graph")
