@@ -23,6 +23,11 @@ from engine.graph.texture import (
 
 
 class Texture(Part):
+    @property
+    def backend(self) -> str:
+        """Which graph the server runs ("none" when it runs without one)."""
+        return self.parts.graph.backend if self.parts.graph is not None else "none"
+
     def search(self, query: SearchQuery) -> SearchResult:
         return texture.search(self.parts.graph, self.parts.db, self.entity, query)
 

@@ -16,6 +16,9 @@ from engine.recall.audit import (
 
 
 class Audit(Part):
+    DRAW_DEFAULT = audit.DRAW_DEFAULT
+    """How many logged recalls a draw takes when it names no number."""
+
     def draw(self, ask: DrawQuery) -> Drawn:
         return audit.draw(self.parts.db, self.entity, ask)
 

@@ -3,12 +3,14 @@ over all of them (with the entity's past turns)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from engine.api.part import Part
 from engine.search import anchors, fragments, homes, hybrid
 from engine.search.anchors import Anchor, AnchorIn, Anchors, AnchorSearch, Deleted, Resynced
-from engine.search.chunks import front_matter
+from engine.search.chunks import front_matter, meta_date, meta_tags
 from engine.search.fragments import FragmentIn, Stored
-from engine.search.homes import FileLines, Home, HomeFile
+from engine.search.homes import FileLines, Home, HomeFile, SkippedFile
 from engine.search.hybrid import SearchRequest, SearchResponse
 from engine.search.index import IndexStats
 
@@ -51,6 +53,18 @@ class WordPhotos(Part):
         return anchors.search_anchors(self.parts.index, self.entity, ask)
 
 
+@dataclass(frozen=True)
+class Note:
+    """A file of the entity's home, read for a page."""
+
+    path: str
+    title: str  # the front matter's title, else the file's name
+    date: str | None  # the front matter's date (YYYY-MM-DD), if it has one that parses
+    tags: list[str]
+    body: str  # the text after the front matter
+    word_photo: str | None  # the word-photo's name, when the file is one
+
+
 class Files(Part):
     """The entity's home: its word-photos, crystals, fragments and the files it keeps."""
 
@@ -61,18 +75,30 @@ class Files(Part):
     def home(self) -> Home:
         return homes.home_for(self.parts.settings, self.entity)
 
+    def skipped(self) -> list[SkippedFile]:
+        """The home's files found but not indexed, and why."""
+        return self.parts.index.skipped(self.entity)
+
     def list(self, kind: str | None = None) -> list[HomeFile]:
         return homes.list_files(self.home, kind)
 
     def read(self, relative: str, start: int = 1, count: int | None = None) -> FileLines:
         return homes.read_lines(self.home, relative, start, count)
 
-    def front_matter(self, relative: str, lines: int = 10_000) -> tuple[dict, str]:
-        """A markdown file's front matter (the YAML block at its top, parsed) and the text
-        after it."""
+    def note(self, relative: str, lines: int = 10_000) -> Note:
+        """A file as a page shows it (its first `lines` lines): the title, date and tags
+        its front matter gives, and its text after the front matter."""
         text = self.read(relative, count=lines).text.splitlines()
         meta, start = front_matter(text)
-        return meta, "\n".join(text[start:]).strip("\n")
+        name = relative.rsplit("/", 1)[-1]
+        return Note(
+            path=relative,
+            title=str(meta.get("title") or name),
+            date=meta_date(meta),
+            tags=meta_tags(meta),
+            body="\n".join(text[start:]).strip("\n"),
+            word_photo=name if relative.startswith(homes.WORD_PHOTOS + "/") else None,
+        )
 
     def store_fragment(self, fragment: FragmentIn) -> Stored:
         """A short fragment, saved as a file of its own and searchable at once."""

@@ -1,5 +1,5 @@
 """The web face (the Observatory): server-rendered pages under /ui on the same port as
-REST and MCP, over the same engine services and request models REST uses.
+REST and MCP, over the same front door (engine.api) and request models REST uses.
 
 `mount(app)` adds the session store and each router: the sign-in, timeline, recall,
 queue and audit pages (pps.web.pages) with the JSON they poll (/ui/api), the graph page

@@ -12,12 +12,10 @@ from urllib.parse import urlencode
 from fastapi import Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from engine.graph import texture
 from engine.graph.texture import ExploreQuery, FactsQuery
 from engine.kernel.errors import InputError, NotFound
-from pps.http.deps import DB, AppRuntime, AppSettings
 from pps.web import guard, layout
-from pps.web.guard import SignedIn, Write
+from pps.web.guard import SessionMemory, Write
 from pps.web.render import blank, page_router, render
 
 PAGE = 100
@@ -28,10 +26,7 @@ router = page_router()
 @router.get("/graph")
 def graph_page(
     request: Request,
-    session: SignedIn,
-    db: DB,
-    runtime: AppRuntime,
-    settings: AppSettings,
+    memory: SessionMemory,
     contains: str | None = None,
     state: str | None = None,
     entity: str | None = None,
@@ -39,16 +34,13 @@ def graph_page(
     offset: int = 0,
     deleted: str | None = None,
 ) -> Response:
-    graph = runtime.graph
     ask = FactsQuery(contains=blank(contains), state=blank(state), limit=PAGE, offset=offset)
-    listed = texture.facts(graph, db, session.entity, ask)
+    listed = memory.graph.facts(ask)
     around = None
     named = blank(entity)
     if named and listed.status == "ok":
         try:
-            around = texture.explore(
-                graph, db, session.entity, ExploreQuery(entity_name=named, depth=depth)
-            )
+            around = memory.graph.explore(ExploreQuery(entity_name=named, depth=depth))
         except NotFound:
             around = None
     drawn = around.facts if around is not None and around.status == "ok" else listed.facts
@@ -57,7 +49,7 @@ def graph_page(
         "graph.html",
         active="graph",
         status=listed.status,
-        backend=graph.backend if graph is not None else "none",
+        backend=memory.graph.backend,
         facts=listed.facts,
         ask=ask,
         entity=blank(entity),
@@ -66,15 +58,14 @@ def graph_page(
         drawing=layout.radial(drawn, blank(entity)),
         deleted=deleted if deleted in ("fact", "entity", "episode") else None,
         page=PAGE,
-        waiting=texture.waiting(graph, db, settings, session.entity),
+        waiting=memory.graph.waiting(),
     )
 
 
 @router.post("/graph/delete")
 def delete_fact(
     session: Write,
-    db: DB,
-    runtime: AppRuntime,
+    memory: SessionMemory,
     uuid: Annotated[str, Form(max_length=100)] = "",
     contains: Annotated[str, Form(max_length=200)] = "",
     entity: Annotated[str, Form(max_length=256)] = "",
@@ -83,7 +74,7 @@ def delete_fact(
     back to the page as it was filtered."""
     if not uuid.strip():
         raise InputError.of("uuid", "name the fact")
-    deleted = texture.delete(runtime.graph, db, session.entity, uuid.strip())
+    deleted = memory.graph.delete(uuid.strip())
     query = {"deleted": deleted.deleted}
     query |= {k: v for k, v in (("contains", contains), ("entity", entity)) if v.strip()}
     return guard.harden(RedirectResponse(f"/ui/graph?{urlencode(query)}", status_code=303))

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from fastapi import Depends, Request
 from fastapi.responses import Response
 
-from engine.capture import entities
+from engine.api import Memory, Service
 from engine.kernel.config import Settings
 from pps.web.sessions import Session, Sessions, SignIns
 
@@ -43,6 +43,10 @@ class Refused(Exception):
 class SignInNeeded(Refused):
     def __init__(self, problem: str = "not signed in, or the session ended"):
         super().__init__(401, "unauthorized", "session", problem)
+
+
+def service(request: Request) -> Service:
+    return request.app.state.service
 
 
 def sessions(request: Request) -> Sessions:
@@ -101,7 +105,7 @@ def current(request: Request) -> Session | None:
     session = store.get(request.cookies.get(COOKIE))
     if session is None:
         return None
-    if entities.token_issued(request.app.state.db, session.entity) != session.issued:
+    if service(request).entities.token_issued(session.entity) != session.issued:
         store.end(session.id)
         return None
     return session
@@ -113,6 +117,11 @@ def signed_in(request: Request) -> Session:
         raise SignInNeeded()
     request.state.ui_session = session
     return session
+
+
+def session_memory(request: Request, session: Annotated[Session, Depends(signed_in)]) -> Memory:
+    """The signed-in entity's memory: the only one a page reaches."""
+    return service(request).memory(session.entity)
 
 
 def new_form_token() -> str:
@@ -138,6 +147,7 @@ async def csrf(request: Request, session: Annotated[Session, Depends(signed_in)]
 
 SignedIn = Annotated[Session, Depends(signed_in)]
 Write = Annotated[Session, Depends(csrf)]
+SessionMemory = Annotated[Memory, Depends(session_memory)]
 
 
 def set_session_cookie(response: Response, session: Session) -> None:

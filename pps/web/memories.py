@@ -19,20 +19,14 @@ from urllib.parse import urlencode
 from fastapi import Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from engine import forgetting
-from engine.contracts import shared_memory, stores
-from engine.crystal import crystals
+from engine.api import Memory
 from engine.forgetting import ForgetRequest
-from engine.inventory import items as inventory
 from engine.inventory.items import ItemQuery, ItemRef
 from engine.kernel.errors import InputError, NotFound
-from engine.search import anchors, chunks, homes
-from engine.search import hybrid as search
 from engine.search.hybrid import SearchRequest
-from pps.http.deps import DB, AppRuntime, AppSettings, SearchIndex
 from pps.web import guard
 from pps.web.forms import page_form
-from pps.web.guard import SignedIn, Write
+from pps.web.guard import SessionMemory, Write
 from pps.web.markup import markdown, plain
 from pps.web.memory import AnchorForm
 from pps.web.render import blank, page_router, render
@@ -81,35 +75,27 @@ def _preview(text: str) -> str:
     return flat if len(flat) <= PREVIEW else flat[: PREVIEW - 1].rstrip() + "…"
 
 
-def _body(home: homes.Home, path: str) -> tuple[dict, str]:
-    """A file's front matter and its text after it."""
-    lines = homes.read_lines(home, path, count=10_000).text.splitlines()
-    meta, start = chunks.front_matter(lines)
-    return meta, "\n".join(lines[start:]).strip("\n")
-
-
-def _files(home: homes.Home, kind: str | None) -> list[Entry]:
+def _files(memory: Memory, kind: str | None) -> list[Entry]:
     found = []
-    for f in homes.list_files(home, kind)[:MAX_LISTED]:
+    for f in memory.files.list(kind)[:MAX_LISTED]:
         try:
-            meta, body = _body(home, f.path)
+            note = memory.files.note(f.path)
         except (InputError, NotFound):
             continue
         found.append(
             Entry(
                 kind=f.kind,
-                title=str(meta.get("title") or f.path.rsplit("/", 1)[-1]),
-                preview=_preview(body),
-                date=chunks.meta_date(meta) or f.modified_at[:10],
-                tags=chunks.meta_tags(meta),
+                title=note.title,
+                preview=_preview(note.body),
+                date=note.date or f.modified_at[:10],
+                tags=note.tags,
                 open=urlencode({"path": f.path}),
             )
         )
     return found
 
 
-def _crystals(settings, entity: str) -> list[Entry]:
-    root = homes.home_for(settings, entity).root
+def _crystals(memory: Memory) -> list[Entry]:
     return [
         Entry(
             kind="crystal",
@@ -118,11 +104,11 @@ def _crystals(settings, entity: str) -> list[Entry]:
             date=c.modified_at[:10],
             open=urlencode({"crystal": c.number}),
         )
-        for c in sorted(crystals.list_all(root).crystals, key=lambda c: -c.number)
+        for c in sorted(memory.crystals.list().crystals, key=lambda c: -c.number)
     ]
 
 
-def _items(db, entity: str) -> list[Entry]:
+def _items(memory: Memory) -> list[Entry]:
     return [
         Entry(
             kind="inventory",
@@ -132,15 +118,15 @@ def _items(db, entity: str) -> list[Entry]:
             tags=[t for t in (i.category, i.subcategory) if t],
             open=urlencode({"item": i.id}),
         )
-        for i in inventory.list_items(db, entity, ItemQuery(limit=1000)).items
+        for i in memory.inventory.list(ItemQuery(limit=1000)).items
     ]
 
 
-def _searched(index, entity: str, q: str, kind, tag, since, until) -> list[Entry]:
+def _searched(memory: Memory, q: str, kind, tag, since, until) -> list[Entry]:
     ask = SearchRequest(query=q, tags=[tag] if tag else [], since=since, until=until, limit=50)
     ask.check()
     kinds = (kind,) if kind else SEARCHED
-    hits = search.search(index, entity, ask, kinds=kinds).results
+    hits = memory.search(ask, kinds=kinds).results
     return [
         Entry(
             kind=h.kind,
@@ -168,10 +154,7 @@ def _kept(entries: list[Entry], tag, since, until) -> list[Entry]:
 @router.get("/memories")
 def memories_page(
     request: Request,
-    session: SignedIn,
-    db: DB,
-    index: SearchIndex,
-    settings: AppSettings,
+    memory: SessionMemory,
     q: str | None = None,
     kind: str | None = None,
     tag: str | None = None,
@@ -183,7 +166,6 @@ def memories_page(
     edit: bool = False,
     done: str | None = None,
 ) -> Response:
-    entity = session.entity
     q, kind, tag, since, until = map(blank, (q, kind, tag, since, until))
     if kind is not None and kind not in dict(KINDS):
         raise InputError.of("kind", ", ".join(dict(KINDS)))
@@ -193,22 +175,21 @@ def memories_page(
                 date.fromisoformat(value)
             except ValueError:
                 raise InputError.of(name, "a day, YYYY-MM-DD") from None
-    home = index.home(entity)
     if q is not None:
         if kind in ("crystal", "inventory"):
             raise InputError.of("kind", "search covers word-photos, fragments and memory files")
-        entries = _searched(index, entity, q, kind, tag, since, until)
+        entries = _searched(memory, q, kind, tag, since, until)
     else:
         entries = []
         if kind is None or kind in SEARCHED:
-            entries += _files(home, kind)
+            entries += _files(memory, kind)
         if kind in (None, "crystal"):
-            entries += _crystals(settings, entity)
+            entries += _crystals(memory)
         if kind in (None, "inventory"):
-            entries += _items(db, entity)
+            entries += _items(memory)
         entries = _kept(entries, tag, since, until)
         entries.sort(key=lambda e: e.date or "", reverse=True)
-    opened = _opened(db, settings, home, entity, path, crystal, item)
+    opened = _opened(memory, path, crystal, item)
     return render(
         request,
         "memories.html",
@@ -229,23 +210,21 @@ def memories_page(
     )
 
 
-def _opened(db, settings, home, entity, path, crystal, item) -> dict | None:
+def _opened(memory: Memory, path: str | None, crystal: int | None, item: int | None) -> dict | None:
     """The memory asked for, rendered, with what may be done to it."""
     if path is not None:
-        meta, body = _body(home, path)
-        is_anchor = path.startswith(homes.WORD_PHOTOS + "/")
+        note = memory.files.note(path)
         return {
-            "kind": "anchor" if is_anchor else "file",
-            "title": str(meta.get("title") or path.rsplit("/", 1)[-1]),
+            "kind": "anchor" if note.word_photo is not None else "file",
+            "title": note.title,
             "path": path,
-            "html": markdown(body),
-            "tags": chunks.meta_tags(meta),
-            "anchor": path.rsplit("/", 1)[-1] if is_anchor else None,
-            "text": body,
+            "html": markdown(note.body),
+            "tags": note.tags,
+            "anchor": note.word_photo,
+            "text": note.body,
         }
     if crystal is not None:
-        root = homes.home_for(settings, entity).root
-        chain = crystals.list_all(root).crystals
+        chain = memory.crystals.list().crystals
         found = [c for c in chain if c.number == crystal]
         if not found:
             raise NotFound(f"no crystal {crystal}")
@@ -258,7 +237,7 @@ def _opened(db, settings, home, entity, path, crystal, item) -> dict | None:
         }
     if item is not None:
         found_items = [
-            i for i in inventory.list_items(db, entity, ItemQuery(limit=1000)).items if i.id == item
+            i for i in memory.inventory.list(ItemQuery(limit=1000)).items if i.id == item
         ]
         if not found_items:
             raise NotFound(f"no inventory item {item}")
@@ -281,42 +260,46 @@ def _back(done: str, **more: str) -> Response:
 @router.post("/memories/anchors/edit")
 def anchor_edit(
     session: Write,
-    index: SearchIndex,
+    memory: SessionMemory,
     anchor: Annotated[AnchorForm, Form()],
     name: Annotated[str, Form()] = "",
 ) -> Response:
-    edited = anchors.edit(index, session.entity, name, anchor)
+    edited = memory.anchors.edit(name, anchor)
     return _back("edited", path=edited.path)
 
 
 @router.post("/memories/anchors/delete")
 def anchor_delete(
-    session: Write, index: SearchIndex, name: Annotated[str, Form()] = ""
+    session: Write, memory: SessionMemory, name: Annotated[str, Form()] = ""
 ) -> Response:
-    anchors.delete(index, session.entity, name)
+    memory.anchors.delete(name)
     return _back("deleted")
 
 
 @router.post("/forget")
 def forget(
-    request: Request, session: Write, runtime: AppRuntime, ask: Annotated[ForgetForm, Form()]
+    request: Request,
+    session: Write,
+    memory: SessionMemory,
+    ask: Annotated[ForgetForm, Form()],
 ) -> Response:
     """Forget an event (from the around page) or a word-photo (from this page) from every
     layer, as POST /v1/forget; the answer is the receipt."""
-    receipt = forgetting.forget(runtime.index, runtime.graph, session.entity, ask, "web")
+    receipt = memory.forget(ask, "web")
     return render(request, "forgotten.html", active="memories", receipt=receipt)
 
 
 @router.post("/memories/inventory/delete")
-def item_delete(session: Write, db: DB, item: Annotated[ItemRefForm, Form()]) -> Response:
-    inventory.delete(db, session.entity, item)
+def item_delete(
+    session: Write, memory: SessionMemory, item: Annotated[ItemRefForm, Form()]
+) -> Response:
+    memory.inventory.delete(item)
     return _back("deleted")
 
 
 @router.post("/memories/crystals/delete-latest")
-def crystal_take_back(session: Write, settings: AppSettings) -> Response:
-    home = homes.home_for(settings, session.entity).root
-    crystals.delete_latest(home, keep=settings.crystal_keep)
+def crystal_take_back(session: Write, memory: SessionMemory) -> Response:
+    memory.crystals.delete_latest()
     return _back("taken-back")
 
 
@@ -324,22 +307,16 @@ def crystal_take_back(session: Write, settings: AppSettings) -> Response:
 
 
 @router.get("/shared")
-def shared_page(
-    request: Request, session: SignedIn, index: SearchIndex, store: str | None = None
-) -> Response:
-    entity = session.entity
-    mine = stores.of_member(index.db, entity)
+def shared_page(request: Request, memory: SessionMemory, store: str | None = None) -> Response:
+    mine = memory.stores()
     shown = []
     for s in mine:
-        access = stores.access(index.db, entity, s.name)
+        shared = memory.shared(s.name)
         shown.append(
             {
                 "store": s,
-                "stats": shared_memory.stats(index, access),
-                "memories": [
-                    {**m.model_dump(), "html": markdown(m.text)}
-                    for m in shared_memory.listed(index, access)
-                ]
+                "stats": shared.stats(),
+                "memories": [{**m.model_dump(), "html": markdown(m.text)} for m in shared.listed()]
                 if store in (None, s.name)
                 else None,
             }

@@ -1,10 +1,10 @@
 """The memory page: word-photos, fragments, memory files, crystals (the chain and the
 archive), summaries, inventory and spaces, a tab each, and what is written new there.
-Each tab reads through the engine service REST reads through; each form is the request
-model REST takes, as a form model (pps.web.forms), passed to the same service, then goes
-back to its tab (a notice by a fixed word, never text from the URL). A word-photo, item or
-crystal listed opens on the memories page (pps.web.memories), where it is edited, deleted
-or taken back."""
+Each tab reads through the entity's memory (the front door REST reads through); each form
+is the request model REST takes, as a form model (pps.web.forms), passed to the same
+method, then goes back to its tab (a notice by a fixed word, never text from the URL). A
+word-photo, item or crystal listed opens on the memories page (pps.web.memories), where
+it is edited, deleted or taken back."""
 
 from __future__ import annotations
 
@@ -13,19 +13,16 @@ from typing import TYPE_CHECKING, Annotated, TypeAlias
 from fastapi import Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from engine.crystal import crystals, summaries
 from engine.crystal.crystals import CrystalIn, CurrentQuery
 from engine.crystal.summaries import RecentQuery, SummaryIn
-from engine.inventory import items as inventory
 from engine.inventory.items import ItemIn, ItemQuery, SpaceIn, SpaceUpdate
 from engine.kernel.errors import InputError
-from engine.search import anchors, fragments, homes
 from engine.search.anchors import AnchorIn
 from engine.search.fragments import FragmentIn
-from pps.http.deps import DB, AppSettings, SearchIndex
+from pps.http.deps import AppSettings
 from pps.web import guard
 from pps.web.forms import page_form
-from pps.web.guard import SignedIn, Write
+from pps.web.guard import SessionMemory, Write
 from pps.web.render import page_router, render
 
 TABS = (
@@ -76,36 +73,31 @@ def _back(tab: str, done: str, **more: str) -> Response:
 @router.get("/memory")
 def memory_page(
     request: Request,
-    session: SignedIn,
-    db: DB,
-    index: SearchIndex,
+    memory: SessionMemory,
     settings: AppSettings,
     tab: str = "anchors",
     done: str | None = None,
 ) -> Response:
     if tab not in dict(TABS):
         raise InputError.of("tab", ", ".join(dict(TABS)))
-    entity = session.entity
-    home = index.home(entity)
     view: dict = {}
     if tab == "anchors":
-        view["anchors"] = anchors.list_all(index, entity).anchors
+        view["anchors"] = memory.anchors.list().anchors
     elif tab in ("fragments", "files"):
-        view["files"] = homes.list_files(home, "fragment" if tab == "fragments" else None)
-        view["skipped"] = index.skipped(entity) if tab == "files" else []
+        view["files"] = memory.files.list("fragment" if tab == "fragments" else None)
+        view["skipped"] = memory.files.skipped() if tab == "files" else []
     elif tab == "crystals":
-        root = homes.home_for(settings, entity).root
-        view["current"] = crystals.current(root, CurrentQuery(count=settings.crystal_keep))
-        view["all"] = crystals.list_all(root).crystals
+        view["current"] = memory.crystals.current(CurrentQuery(count=settings.crystal_keep))
+        view["all"] = memory.crystals.list().crystals
     elif tab == "summaries":
-        view["summaries"] = summaries.recent(db, entity, RecentQuery(limit=100)).summaries
-        view["stats"] = summaries.stats(db, settings, entity)
+        view["summaries"] = memory.summaries.recent(RecentQuery(limit=100)).summaries
+        view["stats"] = memory.summaries.stats()
     elif tab == "inventory":
-        view["items"] = inventory.list_items(db, entity, ItemQuery(limit=1000)).items
-        view["categories"] = inventory.categories(db, entity).categories
-        view["spaces"] = inventory.list_spaces(db, entity).spaces
+        view["items"] = memory.inventory.list(ItemQuery(limit=1000)).items
+        view["categories"] = memory.inventory.categories().categories
+        view["spaces"] = memory.inventory.spaces().spaces
     else:
-        view["spaces"] = inventory.list_spaces(db, entity).spaces
+        view["spaces"] = memory.inventory.spaces().spaces
     return render(
         request,
         "memory.html",
@@ -122,9 +114,9 @@ def memory_page(
 
 @router.post("/memory/anchors")
 def anchor_save(
-    session: Write, index: SearchIndex, anchor: Annotated[AnchorForm, Form()]
+    session: Write, memory: SessionMemory, anchor: Annotated[AnchorForm, Form()]
 ) -> Response:
-    anchors.save(index, session.entity, anchor)
+    memory.anchors.save(anchor)
     return _back("anchors", "anchor-saved")
 
 
@@ -133,9 +125,9 @@ def anchor_save(
 
 @router.post("/memory/fragments")
 def fragment_store(
-    session: Write, index: SearchIndex, fragment: Annotated[FragmentForm, Form()]
+    session: Write, memory: SessionMemory, fragment: Annotated[FragmentForm, Form()]
 ) -> Response:
-    fragments.store(index, session.entity, fragment)
+    memory.files.store_fragment(fragment)
     return _back("fragments", "fragment-stored")
 
 
@@ -144,10 +136,9 @@ def fragment_store(
 
 @router.post("/memory/crystals")
 def crystal_write(
-    session: Write, settings: AppSettings, crystal: Annotated[CrystalForm, Form()]
+    session: Write, memory: SessionMemory, crystal: Annotated[CrystalForm, Form()]
 ) -> Response:
-    home = homes.home_for(settings, session.entity).root
-    crystals.crystallize(home, crystal, keep=settings.crystal_keep)
+    memory.crystals.crystallize(crystal)
     return _back("crystals", "crystal-written")
 
 
@@ -155,8 +146,10 @@ def crystal_write(
 
 
 @router.post("/memory/summaries")
-def summary_store(session: Write, db: DB, summary: Annotated[SummaryForm, Form()]) -> Response:
-    summaries.store(db, session.entity, summary)
+def summary_store(
+    session: Write, memory: SessionMemory, summary: Annotated[SummaryForm, Form()]
+) -> Response:
+    memory.summaries.store(summary)
     return _back("summaries", "summary-stored")
 
 
@@ -164,23 +157,25 @@ def summary_store(session: Write, db: DB, summary: Annotated[SummaryForm, Form()
 
 
 @router.post("/memory/inventory")
-def item_save(session: Write, db: DB, item: Annotated[ItemForm, Form()]) -> Response:
-    inventory.add(db, session.entity, item)
+def item_save(session: Write, memory: SessionMemory, item: Annotated[ItemForm, Form()]) -> Response:
+    memory.inventory.add(item)
     return _back("inventory", "item-saved")
 
 
 @router.post("/memory/spaces")
-def space_add(session: Write, db: DB, space: Annotated[SpaceForm, Form()]) -> Response:
-    inventory.add_space(db, session.entity, space)
+def space_add(
+    session: Write, memory: SessionMemory, space: Annotated[SpaceForm, Form()]
+) -> Response:
+    memory.inventory.add_space(space)
     return _back("spaces", "space-added")
 
 
 @router.post("/memory/spaces/edit")
 def space_edit(
     session: Write,
-    db: DB,
+    memory: SessionMemory,
     space: Annotated[SpaceUpdateForm, Form()],
     name: Annotated[str, Form()] = "",
 ) -> Response:
-    inventory.update_space(db, session.entity, name, space)
+    memory.inventory.update_space(name, space)
     return _back("spaces", "space-changed")

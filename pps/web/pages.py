@@ -1,5 +1,6 @@
-"""The pages of the web face and the JSON they poll: each parses, calls the engine
-service REST calls for the same thing (the same request models), and renders.
+"""The pages of the web face and the JSON they poll: each parses, calls the front door
+(the signed-in entity's memory) as REST does for the same thing (the same request
+models), and renders.
 
 Pages answer a refusal with an HTML page (not signed in: a redirect to the sign-in
 page); the JSON endpoints under /ui/api answer in the service's one error shape.
@@ -15,27 +16,17 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
-from engine import backlogs
-from engine import health as checks
-from engine.capture import entities
-from engine.capture import events as capture
+from engine.api import Memory
+from engine.api.recall import Audit
 from engine.capture.events import EventQuery, Page, SearchQuery
-from engine.graph import texture
 from engine.kernel.errors import InputError, NotFound, from_validation
-from engine.llm import budget
-from engine.recall import ambient as recall
-from engine.recall import audit
-from engine.recall import log as recall_log
 from engine.recall.audit import DrawQuery, JudgmentIn, JudgmentRef, Precision, PrecisionQuery
 from engine.recall.log import LogQuery
 from engine.recall.shapes import RecallRequest
-from engine.recall.used import share as used_share
-from engine.search import hybrid
 from engine.search.hybrid import SearchRequest
-from engine.store import queue
-from pps.http.deps import DB, AppRuntime, AppSettings
+from pps.http.deps import AppService, AppSettings
 from pps.web import guard
-from pps.web.guard import LOGIN_COOKIE, SignedIn, Write
+from pps.web.guard import LOGIN_COOKIE, SessionMemory, Write
 from pps.web.render import HERE, blank, page_router, render
 
 log = logging.getLogger("pps.web")
@@ -75,7 +66,7 @@ def _sign_in_form(request: Request, status: int = 200, problem: str | None = Non
 @pages.post("/login")
 def sign_in(
     request: Request,
-    db: DB,
+    service: AppService,
     token: Annotated[str, Form(max_length=512)] = "",
     csrf: Annotated[str, Form(max_length=512)] = "",
 ) -> Response:
@@ -87,7 +78,7 @@ def sign_in(
         response = _sign_in_form(request, 429, problem)
         response.headers["Retry-After"] = str(wait)
         return response
-    holder = entities.holder(db, token.strip()) if token.strip() else None
+    holder = service.entities.holder(token.strip()) if token.strip() else None
     if holder is None:
         failures, delay = throttle.failed(client)
         log.warning(
@@ -140,9 +131,7 @@ def static(name: str) -> Response:
 @pages.get("/timeline")
 def timeline(
     request: Request,
-    session: SignedIn,
-    db: DB,
-    runtime: AppRuntime,
+    memory: SessionMemory,
     channel: str | None = None,
     session_id: str | None = None,
     event_type: str | None = None,
@@ -150,7 +139,6 @@ def timeline(
     mode: str = "keyword",
     cursor: str | None = None,
 ) -> Response:
-    entity = session.entity
     filters = {
         "channel": blank(channel),
         "session_id": blank(session_id),
@@ -163,15 +151,13 @@ def timeline(
     hits: list[dict] | None = None
     fallback = None
     if q is None:
-        page = capture.list_events(
-            db, entity, EventQuery(**filters, limit=PAGE_SIZE, cursor=blank(cursor))
-        )
+        page = memory.events.list(EventQuery(**filters, limit=PAGE_SIZE, cursor=blank(cursor)))
     elif mode == "keyword":
-        found = capture.search_events(db, entity, SearchQuery(**filters, q=q, limit=PAGE_SIZE))
+        found = memory.events.search(SearchQuery(**filters, q=q, limit=PAGE_SIZE))
         hits = [{"event": hit.event, "snippet": hit.snippet, "score": hit.score} for hit in found]
     else:
         ask = SearchRequest(query=q, tiers="longform", channel=filters["channel"], limit=PAGE_SIZE)
-        answer = hybrid.search(runtime.index, entity, ask)
+        answer = memory.search(ask)
         fallback = answer.fallback
         hits = [{"result": result, "score": result.score} for result in answer.results]
     return render(
@@ -185,16 +171,15 @@ def timeline(
         page=page,
         hits=hits,
         fallback=fallback,
-        channels=capture.channels(db, entity),
-        sessions=capture.sessions(db, entity, filters["channel"]),
+        channels=memory.events.channels(),
+        sessions=memory.events.sessions(filters["channel"]),
     )
 
 
 @pages.get("/around")
 def around(
     request: Request,
-    session: SignedIn,
-    db: DB,
+    memory: SessionMemory,
     event: int | None = None,
     uid: str | None = None,
     everywhere: bool = False,
@@ -205,9 +190,9 @@ def around(
         raise InputError.of("event", "name an event: ?event=<id> or ?uid=<event_uid>")
     if not 1 <= count <= 500:
         raise InputError.of("count", "from 1 to 500")
-    found = capture.get_event(db, session.entity, event_id=event, event_uid=uid)
+    found = memory.events.get(event_id=event, event_uid=uid)
     channel = None if everywhere else found.channel
-    turns = capture.turns_around_event(db, session.entity, found, count, channel)
+    turns = memory.events.around_event(found, count, channel)
     return render(
         request,
         "around.html",
@@ -220,8 +205,7 @@ def around(
 
 @api.get("/events")
 def newest_events(
-    session: SignedIn,
-    db: DB,
+    memory: SessionMemory,
     channel: str | None = None,
     session_id: str | None = None,
     event_type: str | None = None,
@@ -236,23 +220,22 @@ def newest_events(
         query = EventQuery(**filters, limit=PAGE_SIZE)
     except ValidationError as exc:
         raise from_validation(exc.errors()) from None
-    return capture.list_events(db, session.entity, query)
+    return memory.events.list(query)
 
 
 # --- recall ---
 
 
-def _recall_log(db, entity: str, channel: str | None, contains: str | None):
-    return recall_log.entries(
-        db, entity, LogQuery(limit=50, channel=blank(channel), contains=blank(contains))
+def _recall_log(memory: Memory, channel: str | None, contains: str | None):
+    return memory.recall_log(
+        LogQuery(limit=50, channel=blank(channel), contains=blank(contains))
     ).entries
 
 
 @pages.get("/recall")
 def recall_page(
     request: Request,
-    session: SignedIn,
-    db: DB,
+    memory: SessionMemory,
     settings: AppSettings,
     log: int | None = None,
     channel: str | None = None,
@@ -260,7 +243,7 @@ def recall_page(
 ) -> Response:
     entry = None
     if log is not None:
-        picked = recall_log.entries(db, session.entity, LogQuery(id=log, limit=1)).entries
+        picked = memory.recall_log(LogQuery(id=log, limit=1)).entries
         if not picked:
             raise NotFound(f"no logged recall {log}")
         entry = picked[0]
@@ -272,9 +255,9 @@ def recall_page(
         entry=entry,
         answer=None,
         ask=None,
-        entries=_recall_log(db, session.entity, channel, contains),
+        entries=_recall_log(memory, channel, contains),
         log_filter={"channel": channel or "", "contains": contains or ""},
-        used=used_share(db, session.entity),
+        used=memory.used_share(),
     )
 
 
@@ -282,8 +265,7 @@ def recall_page(
 def run_recall(
     request: Request,
     session: Write,
-    db: DB,
-    runtime: AppRuntime,
+    memory: SessionMemory,
     settings: AppSettings,
     context: Annotated[str, Form()] = "",
     channel: Annotated[str, Form()] = "",
@@ -297,7 +279,7 @@ def run_recall(
         max_tokens=max_tokens,
         trace=True,
     )
-    answer = recall.recall(runtime, session.entity, ask)
+    answer = memory.recall(ask)
     return render(
         request,
         "recall.html",
@@ -306,9 +288,9 @@ def run_recall(
         entry=None,
         answer=answer,
         ask=ask,
-        entries=_recall_log(db, session.entity, None, None),
+        entries=_recall_log(memory, None, None),
         log_filter={"channel": "", "contains": ""},
-        used=used_share(db, session.entity),
+        used=memory.used_share(),
     )
 
 
@@ -318,24 +300,23 @@ def run_recall(
 @pages.get("/queue")
 def queue_page(
     request: Request,
-    session: SignedIn,
-    db: DB,
-    runtime: AppRuntime,
+    memory: SessionMemory,
+    service: AppService,
     settings: AppSettings,
     retried_job: int | None = None,
     retried: int | None = None,
 ) -> Response:
-    used = budget.usage_today(db, session.entity)
+    used = memory.llm_usage_today()
     return render(
         request,
         "queue.html",
         active="queue",
-        status=backlogs.queue_status(db, settings, session.entity),
-        health=checks.report(runtime),
+        status=memory.queue(),
+        health=service.health(),
         used=used,
         limits={"calls": settings.graph_daily_calls, "tokens": settings.graph_daily_tokens},
-        spent=budget.budget_spent(db, settings, session.entity),
-        waiting=texture.waiting(runtime.graph, db, settings, session.entity),
+        spent=memory.llm_budget_spent(),
+        waiting=memory.graph.waiting(),
         retried=f"job {retried_job}"
         if retried_job is not None
         else (None if retried is None else f"{retried} jobs"),
@@ -345,17 +326,17 @@ def queue_page(
 @pages.post("/queue/retry")
 def retry(
     session: Write,
-    db: DB,
+    memory: SessionMemory,
     job: Annotated[str, Form()] = "",
 ) -> Response:
     """One dead (or waiting, or retrying) job back to pending; with no `job`, all of them."""
     if job.strip():
         if not job.strip().isdigit():
             raise InputError.of("job", "a job id, a whole number")
-        queue.retry_job(db, session.entity, int(job))
+        memory.retry_job(int(job))
         note = f"retried_job={int(job)}"
     else:
-        note = f"retried={queue.retry(db, session.entity, dead=True)}"
+        note = f"retried={memory.retry(dead=True)}"
     return guard.harden(RedirectResponse(f"/ui/queue?{note}", status_code=303))
 
 
@@ -365,11 +346,10 @@ def retry(
 @pages.get("/audit")
 def audit_page(
     request: Request,
-    session: SignedIn,
-    db: DB,
+    memory: SessionMemory,
     settings: AppSettings,
     seed: int | None = None,
-    n: int = audit.DRAW_DEFAULT,
+    n: int = Audit.DRAW_DEFAULT,
     k: int = 5,
     unjudged: bool = False,
     page: int = 1,
@@ -378,12 +358,12 @@ def audit_page(
     seed is in the URL, so a reload shows the same draw (without one, a new draw); the
     draw is shown AUDIT_PAGE recalls at a time (`page=`)."""
     ask = DrawQuery(n=n, seed=seed, unjudged=unjudged)
-    precision = audit.precision(db, session.entity, PrecisionQuery(k=k))
+    precision = memory.audit.precision(PrecisionQuery(k=k))
     if seed is None:
-        seed = audit.new_seed()
+        seed = memory.audit.new_seed()
         query = urlencode({"seed": seed, "n": n, "k": k, **({"unjudged": 1} if unjudged else {})})
         return guard.harden(RedirectResponse(f"/ui/audit?{query}", status_code=303))
-    drawn = audit.draw(db, session.entity, ask)
+    drawn = memory.audit.draw(ask)
     pages_drawn = max(1, -(-len(drawn.recalls) // AUDIT_PAGE))
     if not 1 <= page <= pages_drawn:
         raise InputError.of("page", f"from 1 to {pages_drawn}")
@@ -400,19 +380,19 @@ def audit_page(
         ask=ask,
         k=k,
         precision=precision,
-        used=used_share(db, session.entity),
+        used=memory.used_share(),
     )
 
 
 @pages.post("/audit/judge")
 def judge_form(
     session: Write,
-    db: DB,
+    memory: SessionMemory,
     log_id: Annotated[int, Form()],
     rank: Annotated[int, Form()],
     relevant: Annotated[str, Form()],
     seed: Annotated[int, Form()] = 0,
-    n: Annotated[int, Form()] = audit.DRAW_DEFAULT,
+    n: Annotated[int, Form()] = Audit.DRAW_DEFAULT,
     page: Annotated[int, Form()] = 1,
 ) -> Response:
     """The page's judgment without its script: judge (or, `relevant=undo`, take the
@@ -420,36 +400,38 @@ def judge_form(
     if relevant not in ("0", "1", "undo"):
         raise InputError.of("relevant", "1 (relevant), 0 (not) or undo")
     if relevant == "undo":
-        audit.unjudge(db, session.entity, JudgmentRef(log_id=log_id, rank=rank))
+        memory.audit.unjudge(JudgmentRef(log_id=log_id, rank=rank))
     else:
         ask = JudgmentIn(log_id=log_id, rank=rank, relevant=relevant == "1")
-        audit.judge(db, session.entity, ask, face="ui")
+        memory.audit.judge(ask, face="ui")
     back = urlencode({"seed": seed, "n": n, "page": page})
     return guard.harden(RedirectResponse(f"/ui/audit?{back}#r{log_id}-{rank}", status_code=303))
 
 
 @api.post("/audit/judgments")
-def judge(body: JudgmentIn, session: Write, db: DB, k: int = 5) -> dict[str, Any]:
+def judge(body: JudgmentIn, session: Write, memory: SessionMemory, k: int = 5) -> dict[str, Any]:
     """What the audit page posts for each key press: the judgment, and precision now."""
-    judgment = audit.judge(db, session.entity, body, face="ui")
-    return {"judgment": judgment, "precision": _precision(db, session.entity, k)}
+    judgment = memory.audit.judge(body, face="ui")
+    return {"judgment": judgment, "precision": _precision(memory, k)}
 
 
 @api.post("/audit/undo")
-def undo_judgment(body: JudgmentRef, session: Write, db: DB, k: int = 5) -> dict[str, Any]:
+def undo_judgment(
+    body: JudgmentRef, session: Write, memory: SessionMemory, k: int = 5
+) -> dict[str, Any]:
     """The audit page's undo (the u key): the item unjudged again, and precision now."""
-    undone = audit.unjudge(db, session.entity, body)
-    return {"undone": undone, "precision": _precision(db, session.entity, k)}
+    undone = memory.audit.unjudge(body)
+    return {"undone": undone, "precision": _precision(memory, k)}
 
 
 @api.get("/audit/precision")
-def audit_precision(session: SignedIn, db: DB, k: int = 5) -> Precision:
-    return _precision(db, session.entity, k)
+def audit_precision(memory: SessionMemory, k: int = 5) -> Precision:
+    return _precision(memory, k)
 
 
-def _precision(db, entity: str, k: int) -> Precision:
+def _precision(memory: Memory, k: int) -> Precision:
     try:
         ask = PrecisionQuery(k=k)
     except ValidationError as exc:
         raise from_validation(exc.errors()) from None
-    return audit.precision(db, entity, ask)
+    return memory.audit.precision(ask)
