@@ -18,7 +18,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.routing import Route
 
-from engine.capture import entities
 from engine.kernel.errors import FieldProblem, bearer_challenge
 from engine.kernel.labels import clean_label
 from mcp_bridge import PATHS, openclaw, pps, shared_memory, wordwalker
@@ -75,7 +74,8 @@ class BearerEntity:
         header = headers.get(b"authorization", b"").decode("latin-1")
         scheme, _, token = header.partition(" ")
         token = token.strip() if scheme.lower() == "bearer" else ""
-        entity = entities.authenticate(scope["app"].state.db, token) if token else None
+        service = scope["app"].state.service
+        entity = service.entities.authenticate(token) if token else None
         if entity is None:
             refused = Unauthorized(UNKNOWN_TOKEN, wrong=True) if token else no_token(header)
             problems = [FieldProblem("Authorization", refused.problem)]

@@ -14,9 +14,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from engine.contracts import transcripts
-from engine.search import homes
-from engine.search import hybrid as search
+from engine.kernel.limits import MAX_READ_LINES
+from engine.search.hybrid import SearchRequest
 from mcp_bridge.caller import READ, Profile, caller, tool_errors
 
 INSTRUCTIONS = """Your memory files: MEMORY.md (curated long-term memory), memory/*.md (daily
@@ -54,15 +53,15 @@ def memory_search(
     back, rephrase."""
     me = caller(ctx)
     with tool_errors():
-        request = search.SearchRequest(
+        request = SearchRequest(
             query=query,
             tiers="shortform,longform",
             limit=maxResults,
             min_score=0.0 if minScore is None else minScore,
         )
-        found = search.search(me.runtime.index, me.entity, request, kinds=KINDS)
+        found = me.memory.search(request, kinds=KINDS)
         turns = [r.event_uid for r in found.results if r.event_uid is not None]
-        places = transcripts.locate(me.db, me.entity, turns)
+        places = me.memory.transcript_places(turns)
     results = []
     for result in found.results:
         path: str | None
@@ -105,11 +104,7 @@ def memory_get(ctx: Context, path: str, lines: int | None = None, **window) -> d
     me = caller(ctx)
     start = window.get("from") or 1
     with tool_errors():
-        if transcripts.is_transcript(path):
-            found = transcripts.read(me.db, me.entity, path, start, lines)
-        else:
-            home = me.runtime.index.home(me.entity)
-            found = homes.read_lines(home, path, start, lines)
+        found = me.memory.read(path, start, lines)
     return found.model_dump(by_alias=True)
 
 
@@ -148,8 +143,8 @@ memory_get.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
                 int | None,
                 Field(
                     ge=1,
-                    le=homes.MAX_READ_LINES,
-                    description=f"How many lines, 1-{homes.MAX_READ_LINES}.",
+                    le=MAX_READ_LINES,
+                    description=f"How many lines, 1-{MAX_READ_LINES}.",
                 ),
             ],
         ),

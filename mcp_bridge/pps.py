@@ -10,14 +10,22 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from engine import consistency, forgetting, health
-from engine.capture import events as capture
-from engine.crystal import crystals, summaries, summarize
-from engine.graph import texture
-from engine.inventory import items as inventory
-from engine.recall import ambient as recall
+from engine.capture.events import AroundQuery, SearchQuery
+from engine.crystal.crystals import CrystalIn, CurrentQuery
+from engine.crystal.summaries import (
+    RecentQuery,
+    SinceQuery,
+    SinceSummaryQuery,
+    SummaryIn,
+    SummarySearch,
+)
+from engine.crystal.summarize import SummarizeRequest
+from engine.forgetting import ForgetRequest
+from engine.graph.texture import ExploreQuery, NoteIn, TimelineQuery, TripletIn
+from engine.graph.texture import SearchQuery as TextureQuery
+from engine.inventory.items import ItemIn, ItemQuery, ItemRef, SpaceIn, SpaceUpdate
 from engine.recall.shapes import RecallRequest
-from engine.search import anchors, homes
+from engine.search.anchors import AnchorIn, AnchorSearch
 from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, Profile, caller, tool_errors
 
 INSTRUCTIONS = """Pattern persistence: one memory across every channel you live in.
@@ -66,7 +74,7 @@ def ambient_recall(
             session_id=session_id,
             answering=answering or [],
         )
-        return recall.recall(me.runtime, me.entity, request).model_dump()
+        return me.memory.recall(request).model_dump()
 
 
 # --- layer 1: raw capture ---
@@ -101,12 +109,8 @@ def store_event(
             "event_uid": event_uid,
             "created_at": created_at,
         }
-        events = capture.parse_events(
-            event,
-            max_batch=1,
-            max_content_bytes=me.settings.max_content_bytes,
-        )
-        [stored] = me.runtime.capture.record(me.entity, events)
+        events = me.memory.events.parse(event, max_batch=1)
+        [stored] = me.memory.events.record(events)
     return stored.model_dump()
 
 
@@ -125,10 +129,8 @@ def raw_search(
     best first."""
     me = caller(ctx)
     with tool_errors():
-        query_ = capture.SearchQuery(
-            q=query, limit=limit, channel=channel, since=since, until=until
-        )
-        hits = capture.search_events(me.db, me.entity, query_)
+        query_ = SearchQuery(q=query, limit=limit, channel=channel, since=since, until=until)
+        hits = me.memory.events.search(query_)
     return {"results": [hit.model_dump() for hit in hits]}
 
 
@@ -140,8 +142,8 @@ def get_turns_around(
     oldest first. Use after a search hit to read its context."""
     me = caller(ctx)
     with tool_errors():
-        query_ = capture.AroundQuery(timestamp=timestamp, count=count, channel=channel)
-        turns = capture.turns_around(me.db, me.entity, query_)
+        query_ = AroundQuery(timestamp=timestamp, count=count, channel=channel)
+        turns = me.memory.events.around(query_)
     return {"turns": [turn.model_dump() for turn in turns]}
 
 
@@ -158,10 +160,10 @@ def get_turns_since_summary(
     summarize recent history."""
     me = caller(ctx)
     with tool_errors():
-        ask = summaries.SinceSummaryQuery(
+        ask = SinceSummaryQuery(
             limit=limit, offset=offset, channel=channel, oldest_first=oldest_first
         )
-        return summaries.turns_since_summary(me.db, me.settings, me.entity, ask).model_dump()
+        return me.memory.summaries.turns_since_summary(ask).model_dump()
 
 
 @tool(annotations=READ)
@@ -171,10 +173,8 @@ def get_turns_since(
     """Turns at or after a moment, oldest first, with the summaries made since then."""
     me = caller(ctx)
     with tool_errors():
-        ask = summaries.SinceQuery(
-            timestamp=timestamp, include_summaries=include_summaries, limit=limit
-        )
-        return summaries.turns_since(me.db, me.entity, ask).model_dump()
+        ask = SinceQuery(timestamp=timestamp, include_summaries=include_summaries, limit=limit)
+        return me.memory.summaries.turns_since(ask).model_dump()
 
 
 # --- layer 2: word-photos (anchors) ---
@@ -186,8 +186,8 @@ def anchor_search(ctx: Context, query: str, limit: int = 10) -> dict:
     words. Returns excerpts with their file and lines, best first."""
     me = caller(ctx)
     with tool_errors():
-        ask = anchors.AnchorSearch(query=query, limit=limit)
-        return anchors.search_anchors(me.runtime.index, me.entity, ask).model_dump()
+        ask = AnchorSearch(query=query, limit=limit)
+        return me.memory.anchors.search(ask).model_dump()
 
 
 @tool(annotations=WRITE)
@@ -196,15 +196,15 @@ def anchor_save(ctx: Context, title: str, content: str, tags: list[str] | None =
     It becomes a dated markdown file in word_photos/ and is searchable at once."""
     me = caller(ctx)
     with tool_errors():
-        anchor = anchors.AnchorIn(title=title, content=content, tags=tags or [])
-        return anchors.save(me.runtime.index, me.entity, anchor).model_dump()
+        anchor = AnchorIn(title=title, content=content, tags=tags or [])
+        return me.memory.anchors.save(anchor).model_dump()
 
 
 @tool(annotations=READ)
 def anchor_list(ctx: Context) -> dict:
     """Every word-photo on disk (name, title, date, tags), newest first."""
     me = caller(ctx)
-    return anchors.list_all(me.runtime.index, me.entity).model_dump()
+    return me.memory.anchors.list().model_dump()
 
 
 @tool(annotations=DELETE)
@@ -212,7 +212,7 @@ def anchor_delete(ctx: Context, name: str) -> dict:
     """Delete one word-photo by its file name, as anchor_list gives it."""
     me = caller(ctx)
     with tool_errors():
-        return anchors.delete(me.runtime.index, me.entity, name).model_dump()
+        return me.memory.anchors.delete(name).model_dump()
 
 
 @tool(annotations=UPSERT)
@@ -221,7 +221,7 @@ def anchor_resync(ctx: Context) -> dict:
     hand; changes are also picked up on their own within seconds)."""
     me = caller(ctx)
     with tool_errors():
-        return anchors.resync(me.runtime.index, me.entity).model_dump()
+        return me.memory.anchors.resync().model_dump()
 
 
 # --- layer 3: rich texture (the knowledge graph) ---
@@ -240,8 +240,8 @@ def texture_search(
     graph is off or unreachable."""
     me = caller(ctx)
     with tool_errors():
-        query_ = texture.SearchQuery(query=query, limit=limit, since=since, until=until)
-        return texture.search(me.runtime.graph, me.db, me.entity, query_).model_dump()
+        query_ = TextureQuery(query=query, limit=limit, since=since, until=until)
+        return me.memory.graph.search(query_).model_dump()
 
 
 @tool(annotations=READ)
@@ -251,8 +251,8 @@ def texture_explore(ctx: Context, entity_name: str, depth: int = 1, limit: int =
     has it (a fact's source or target; any case): another name is not found."""
     me = caller(ctx)
     with tool_errors():
-        query_ = texture.ExploreQuery(entity_name=entity_name, depth=depth, limit=limit)
-        return texture.explore(me.runtime.graph, me.db, me.entity, query_).model_dump()
+        query_ = ExploreQuery(entity_name=entity_name, depth=depth, limit=limit)
+        return me.memory.graph.explore(query_).model_dump()
 
 
 @tool(annotations=READ)
@@ -262,8 +262,8 @@ def texture_timeline(
     """Episodes (groups of turns) newest first, with the facts each one gave."""
     me = caller(ctx)
     with tool_errors():
-        query_ = texture.TimelineQuery(since=since, until=until, limit=limit)
-        return texture.timeline(me.runtime.graph, me.db, me.entity, query_).model_dump()
+        query_ = TimelineQuery(since=since, until=until, limit=limit)
+        return me.memory.graph.timeline(query_).model_dump()
 
 
 @tool(annotations=WRITE)
@@ -272,9 +272,7 @@ def texture_add(ctx: Context, content: str) -> dict:
     the queue (minutes, not instantly)."""
     me = caller(ctx)
     with tool_errors():
-        return texture.add(
-            me.runtime.capture, me.entity, texture.NoteIn(content=content)
-        ).model_dump()
+        return me.memory.graph.add(NoteIn(content=content)).model_dump()
 
 
 @tool(annotations=WRITE)
@@ -285,10 +283,8 @@ def texture_add_triplet(
     the blue robe"), through the queue."""
     me = caller(ctx)
     with tool_errors():
-        triplet = texture.TripletIn(
-            source=source, relationship=relationship, target=target, fact=fact
-        )
-        return texture.add_triplet(me.runtime.capture, me.entity, triplet).model_dump()
+        triplet = TripletIn(source=source, relationship=relationship, target=target, fact=fact)
+        return me.memory.graph.add_triplet(triplet).model_dump()
 
 
 @tool(annotations=DELETE)
@@ -297,7 +293,7 @@ def texture_delete(ctx: Context, uuid: str) -> dict:
     is down nothing is deleted and the error says so: try again later."""
     me = caller(ctx)
     with tool_errors():
-        return texture.delete(me.runtime.graph, me.db, me.entity, uuid).model_dump()
+        return me.memory.graph.delete(uuid).model_dump()
 
 
 # --- every layer: forgetting ---
@@ -319,11 +315,8 @@ def forget(
     what went from each layer."""
     me = caller(ctx)
     with tool_errors():
-        ask = forgetting.ForgetRequest(
-            event_uid=event_uid, word_photo=word_photo, fact=fact, why=why
-        )
-        receipt = forgetting.forget(me.runtime.index, me.runtime.graph, me.entity, ask, "mcp")
-        return receipt.model_dump()
+        ask = ForgetRequest(event_uid=event_uid, word_photo=word_photo, fact=fact, why=why)
+        return me.memory.forget(ask, "mcp").model_dump()
 
 
 # --- layer 4: summaries ---
@@ -342,14 +335,14 @@ def store_summary(
     if given). Those turns count as summarized from now on and leave startup recall."""
     me = caller(ctx)
     with tool_errors():
-        summary = summaries.SummaryIn(
+        summary = SummaryIn(
             summary_text=summary_text,
             start_id=start_id,
             end_id=end_id,
             channels=channels,
             summary_type=summary_type,
         )
-        return summaries.store(me.db, me.entity, summary).model_dump()
+        return me.memory.summaries.store(summary).model_dump()
 
 
 @tool(annotations=WRITE)
@@ -360,8 +353,8 @@ def summarize_messages(ctx: Context, limit: int = 50, summary_type: str = "messa
     their id range: write the summary yourself and call store_summary with it."""
     me = caller(ctx)
     with tool_errors():
-        request = summarize.SummarizeRequest(limit=limit, summary_type=summary_type)
-        return summarize.summarize(me.db, me.settings, me.entity, request).model_dump()
+        request = SummarizeRequest(limit=limit, summary_type=summary_type)
+        return me.memory.summaries.summarize(request).model_dump()
 
 
 @tool(annotations=READ)
@@ -369,8 +362,7 @@ def get_recent_summaries(ctx: Context, limit: int = 5) -> dict:
     """The newest summaries (compressed history), oldest of them first."""
     me = caller(ctx)
     with tool_errors():
-        ask = summaries.RecentQuery(limit=limit)
-        return summaries.recent(me.db, me.entity, ask).model_dump()
+        return me.memory.summaries.recent(RecentQuery(limit=limit)).model_dump()
 
 
 @tool(annotations=READ)
@@ -378,15 +370,15 @@ def search_summaries(ctx: Context, query: str, limit: int = 10) -> dict:
     """Search summaries by words; best first, with a highlighted snippet."""
     me = caller(ctx)
     with tool_errors():
-        ask = summaries.SummarySearch(query=query, limit=limit)
-        return summaries.search(me.db, me.entity, ask).model_dump()
+        ask = SummarySearch(query=query, limit=limit)
+        return me.memory.summaries.search(ask).model_dump()
 
 
 @tool(annotations=READ)
 def summary_stats(ctx: Context) -> dict:
     """How many summaries exist, and how many turns are still unsummarized."""
     me = caller(ctx)
-    return summaries.stats(me.db, me.settings, me.entity).model_dump()
+    return me.memory.summaries.stats().model_dump()
 
 
 # --- layer 4: crystals ---
@@ -399,9 +391,7 @@ def crystallize(ctx: Context, content: str) -> dict:
     ones; the newest 8 stay current and older ones are archived, never deleted."""
     me = caller(ctx)
     with tool_errors():
-        home = homes.home_for(me.settings, me.entity).root
-        crystal = crystals.CrystalIn(content=content)
-        return crystals.crystallize(home, crystal, keep=me.settings.crystal_keep).model_dump()
+        return me.memory.crystals.crystallize(CrystalIn(content=content)).model_dump()
 
 
 @tool(annotations=READ)
@@ -409,8 +399,7 @@ def get_crystals(ctx: Context, count: int = 4) -> dict:
     """The newest `count` current crystals, oldest first: who you have been lately."""
     me = caller(ctx)
     with tool_errors():
-        home = homes.home_for(me.settings, me.entity).root
-        return crystals.current(home, crystals.CurrentQuery(count=count)).model_dump()
+        return me.memory.crystals.current(CurrentQuery(count=count)).model_dump()
 
 
 @tool(annotations=READ)
@@ -418,7 +407,7 @@ def crystal_list(ctx: Context) -> dict:
     """Every crystal, archived ones included (number, path, whether archived), oldest
     first, without their text; read them with get_crystals."""
     me = caller(ctx)
-    found = crystals.list_all(homes.home_for(me.settings, me.entity).root)
+    found = me.memory.crystals.list()
     return found.model_dump(exclude={"crystals": {"__all__": {"content"}}})
 
 
@@ -428,8 +417,7 @@ def crystal_delete(ctx: Context) -> dict:
     mistake). Returns what was removed."""
     me = caller(ctx)
     with tool_errors():
-        home = homes.home_for(me.settings, me.entity).root
-        return crystals.delete_latest(home, keep=me.settings.crystal_keep).model_dump()
+        return me.memory.crystals.delete_latest().model_dump()
 
 
 # --- layer 5: inventory and spaces ---
@@ -443,8 +431,8 @@ def inventory_list(
     my closet?"; ask the graph (texture_search) for the story of an item."""
     me = caller(ctx)
     with tool_errors():
-        ask = inventory.ItemQuery(category=category, subcategory=subcategory, limit=limit)
-        return inventory.list_items(me.db, me.entity, ask).model_dump()
+        ask = ItemQuery(category=category, subcategory=subcategory, limit=limit)
+        return me.memory.inventory.list(ask).model_dump()
 
 
 @tool(annotations=UPSERT)
@@ -461,7 +449,7 @@ def inventory_add(
     `space` puts it in a space you have added."""
     me = caller(ctx)
     with tool_errors():
-        item = inventory.ItemIn(
+        item = ItemIn(
             name=name,
             category=category,
             subcategory=subcategory,
@@ -469,7 +457,7 @@ def inventory_add(
             attributes=attributes or {},
             space=space,
         )
-        return inventory.add(me.db, me.entity, item).model_dump()
+        return me.memory.inventory.add(item).model_dump()
 
 
 @tool(annotations=READ)
@@ -477,8 +465,8 @@ def inventory_get(ctx: Context, name: str, category: str | None = None) -> dict:
     """One inventory item by name, with its description, attributes and the space it is in."""
     me = caller(ctx)
     with tool_errors():
-        ref = inventory.ItemRef(name=name, category=category)
-        return inventory.get(me.db, me.entity, ref).model_dump()
+        ref = ItemRef(name=name, category=category)
+        return me.memory.inventory.get(ref).model_dump()
 
 
 @tool(annotations=DELETE)
@@ -486,15 +474,15 @@ def inventory_delete(ctx: Context, name: str, category: str | None = None) -> di
     """Remove an item from your inventory. Returns what was removed."""
     me = caller(ctx)
     with tool_errors():
-        ref = inventory.ItemRef(name=name, category=category)
-        return inventory.delete(me.db, me.entity, ref).model_dump()
+        ref = ItemRef(name=name, category=category)
+        return me.memory.inventory.delete(ref).model_dump()
 
 
 @tool(annotations=READ)
 def inventory_categories(ctx: Context) -> dict:
     """Your inventory's categories, with counts and subcategories."""
     me = caller(ctx)
-    return inventory.categories(me.db, me.entity).model_dump()
+    return me.memory.inventory.categories().model_dump()
 
 
 @tool(annotations=UPSERT)
@@ -503,14 +491,14 @@ def enter_space(ctx: Context, space_name: str, channel: str | None = None) -> di
     remembers it as where you are on this channel."""
     me = caller(ctx)
     with tool_errors():
-        return inventory.enter_space(me.db, me.entity, space_name, channel).model_dump()
+        return me.memory.inventory.enter_space(space_name, channel).model_dump()
 
 
 @tool(annotations=READ)
 def list_spaces(ctx: Context) -> dict:
     """Every space you have (rooms, places), with descriptions; enter one with enter_space."""
     me = caller(ctx)
-    return inventory.list_spaces(me.db, me.entity).model_dump()
+    return me.memory.inventory.spaces().model_dump()
 
 
 @tool(annotations=WRITE)
@@ -518,8 +506,8 @@ def add_space(ctx: Context, name: str, description: str = "", channel: str | Non
     """Add a space with a markdown description (and the channel it belongs to)."""
     me = caller(ctx)
     with tool_errors():
-        space = inventory.SpaceIn(name=name, description=description, channel=channel)
-        return inventory.add_space(me.db, me.entity, space).model_dump()
+        space = SpaceIn(name=name, description=description, channel=channel)
+        return me.memory.inventory.add_space(space).model_dump()
 
 
 @tool(annotations=UPSERT)
@@ -529,8 +517,8 @@ def update_space(
     """Change a space's markdown description or its channel; what you leave out stays."""
     me = caller(ctx)
     with tool_errors():
-        change = inventory.SpaceUpdate(description=description, channel=channel)
-        return inventory.update_space(me.db, me.entity, name, change).model_dump()
+        change = SpaceUpdate(description=description, channel=channel)
+        return me.memory.inventory.update_space(name, change).model_dump()
 
 
 # --- health and the queue ---
@@ -541,13 +529,13 @@ def ingestion_stats(ctx: Context) -> dict:
     """How ingestion into the graph is going: episodes, queued jobs by state, dead jobs
     with their errors, pauses (with why), graph counts and today's LLM usage."""
     me = caller(ctx)
-    return texture.stats(me.runtime.graph, me.db, me.settings, me.entity).model_dump()
+    return me.memory.graph.stats().model_dump()
 
 
 @tool(annotations=READ)
 def pps_health(ctx: Context) -> dict:
     """Whether each layer works (database, search, graph, LLM), and why not."""
-    return health.report(caller(ctx).runtime)
+    return caller(ctx).service.health()
 
 
 @tool(annotations=READ)
@@ -559,4 +547,4 @@ def validate_retrieval_chain(ctx: Context) -> dict:
     repairs it (an operator runs `pps check --repair`). Read-only."""
     me = caller(ctx)
     with tool_errors():
-        return consistency.run(me.runtime.index, me.runtime.graph, [me.entity]).model_dump()
+        return me.memory.check().model_dump()

@@ -14,9 +14,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from engine.contracts import shared_memory as memories
-from engine.contracts import stores
-from engine.contracts.stores import Access
+from engine.api.shared import SharedStore
+from engine.contracts.shared_memory import AddIn, ForgetIn, SearchIn, UpdateIn
 from engine.kernel.errors import InputError
 from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, Caller, Profile, caller, tool_errors
 
@@ -37,10 +36,10 @@ profile = Profile("shared-memory", INSTRUCTIONS)
 build = profile.build
 
 
-def _access(me: Caller, store: str | None) -> Access:
+def _shared(me: Caller, store: str | None) -> SharedStore:
     if store is not None and me.store is not None and store != me.store:
         raise InputError.of("store", f"the path names the store {me.store!r}; leave store out")
-    return stores.access(me.db, me.entity, store or me.store)
+    return me.memory.shared(store or me.store)
 
 
 @profile.tool(annotations=READ)
@@ -68,14 +67,14 @@ def memory_search(
     member who wrote it, recorded from its token: what agent_filter chooses)."""
     me = caller(ctx)
     with tool_errors():
-        ask = memories.SearchIn(
+        ask = SearchIn(
             query=query,
             top_k=top_k,
             agent_filter=agent_filter,
             source_filter=source_filter,
             since=since,
         )
-        found = memories.search_memories(me.runtime.index, _access(me, store), ask)
+        found = _shared(me, store).search(ask)
     return [memory.model_dump() for memory in found]
 
 
@@ -101,8 +100,8 @@ def memory_add(
     twice: the answer is that memory's id."""
     me = caller(ctx)
     with tool_errors():
-        new = memories.AddIn(text=text, metadata=metadata)
-        return memories.add(me.runtime.index, _access(me, store), new).id
+        new = AddIn(text=text, metadata=metadata)
+        return _shared(me, store).add(new).id
 
 
 @profile.tool(annotations=UPSERT)
@@ -130,10 +129,8 @@ def memory_update(
     with --members-edit). Returns {id, changed, metadata}."""
     me = caller(ctx)
     with tool_errors():
-        change = memories.UpdateIn(
-            id=id, text=text, metadata=metadata, replace_metadata=replace_metadata
-        )
-        updated = memories.update(me.runtime.index, _access(me, store), change)
+        change = UpdateIn(id=id, text=text, metadata=metadata, replace_metadata=replace_metadata)
+        updated = _shared(me, store).update(change)
     return updated.model_dump()
 
 
@@ -166,14 +163,14 @@ def memory_forget(
     deleted, dry_run, sample}."""
     me = caller(ctx)
     with tool_errors():
-        ask = memories.ForgetIn(
+        ask = ForgetIn(
             ids=ids,
             agent_filter=agent_filter,
             source_filter=source_filter,
             dry_run=dry_run,
             expect_count=expect_count,
         )
-        forgotten = memories.forget(me.runtime.index, _access(me, store), ask)
+        forgotten = _shared(me, store).forget(ask)
     return forgotten.model_dump()
 
 
@@ -185,4 +182,4 @@ def memory_stats(ctx: Context, store: Store = None) -> dict:
     (whether members may change each other's memories)."""
     me = caller(ctx)
     with tool_errors():
-        return memories.stats(me.runtime.index, _access(me, store)).model_dump()
+        return _shared(me, store).stats().model_dump()

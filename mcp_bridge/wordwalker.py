@@ -11,8 +11,8 @@ from typing import Annotated
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from engine.search import fragments
-from engine.search import hybrid as searching
+from engine.search.fragments import FragmentIn
+from engine.search.hybrid import SearchRequest
 from mcp_bridge.caller import READ, WRITE, Profile, caller, tool_errors
 
 INSTRUCTIONS = """Word Walker: semantic search over your own memory, and a bank to add to.
@@ -54,7 +54,7 @@ def search(
     Nothing found is an answer too: try other words or fewer filters."""
     me = caller(ctx)
     with tool_errors():
-        request = searching.SearchRequest(
+        request = SearchRequest(
             query=query,
             category=category or None,
             tags=tags,
@@ -65,7 +65,7 @@ def search(
             growth=growth,
             limit=limit,
         )
-        return searching.search(me.runtime.index, me.entity, request).model_dump()
+        return me.memory.search(request).model_dump()
 
 
 @profile.tool(annotations=WRITE)
@@ -81,5 +81,5 @@ def store(
     the file's path, its category, tags and date."""
     me = caller(ctx)
     with tool_errors():
-        fragment = fragments.FragmentIn(text=text, category=category, tags=tags)
-        return fragments.store(me.runtime.index, me.entity, fragment).model_dump()
+        fragment = FragmentIn(text=text, category=category, tags=tags)
+        return me.memory.files.store_fragment(fragment).model_dump()
