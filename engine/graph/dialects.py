@@ -29,6 +29,7 @@ from graphiti_core.search.search_utils import DEFAULT_MIN_SCORE, fulltext_query
 from neo4j.exceptions import ClientError as Neo4jClientError
 from redis.exceptions import ResponseError
 
+from engine.kernel import loop
 from engine.kernel.config import Settings
 from engine.search import embeddings
 
@@ -301,7 +302,7 @@ class Neo4jDialect(Dialect):
                 connection_timeout=_NEO4J_CLIENT_S,
             ),
         )
-        asyncio.run(unused.close())  # never connected; closed so that it does not warn
+        loop.run(unused.close(), _NEO4J_CLIENT_S)  # never connected; closed so it does not warn
         return driver
 
     async def close(self, client: Any) -> None:

@@ -2,10 +2,11 @@
 entity's name, all on one connection to the graph server, all run on one event loop.
 
 How it is wired, and why:
-- Graphiti is asyncio; the engine's workers and routes are threads. One event loop runs
-  in a thread of its own and every call is submitted to it (`call`), so the async
-  drivers (bound to the loop they first ran on) are only ever used from that loop. A
-  call that cannot reach the server raises `GraphUnavailable` (the work is retried).
+- Graphiti is asyncio; the engine's workers and routes are threads. Every call runs on
+  the process's one event loop (engine.kernel.loop) through `call`, so the async drivers
+  (bound to the loop they first ran on) are only ever used from that loop; stopping the
+  store cancels its calls still running (their callers get an error, their jobs retry).
+  A call that cannot reach the server raises `GraphUnavailable` (the work is retried).
 - The connection is made on first use, in the caller's thread (FalkorDB's client makes a
   blocking call when it is created), and again after a failure; a per-entity Graphiti is
   made outside the loop, so that its driver does not schedule index building on its own.
@@ -33,6 +34,7 @@ from graphiti_core.llm_client import LLMClient
 
 from engine.graph.dialects import READ_TIMEOUT_S, Dialect
 from engine.graph.embedder import LocalEmbedder
+from engine.kernel import loop
 from engine.kernel.config import Settings
 from engine.llm import client as llm
 
@@ -55,8 +57,7 @@ class EntityGraphs:
         self._embedder = embedder
         self._first_search = first
         self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="graph", daemon=True)
+        self._calls = loop.Calls()  # what runs on the loop for this store
         self._client: Any = None  # the shared FalkorDB client or Neo4j driver
         self._graphs: dict[str, Graphiti] = {}
         self._prepared: set[str] = set()  # index keys whose indexes are made
@@ -67,27 +68,24 @@ class EntityGraphs:
     # --- lifecycle ---
 
     def start(self) -> None:
-        self._thread.start()
+        self._calls.start()
 
     def stop(self) -> None:
-        if not self._thread.is_alive():
+        """Cancel work still running (its callers get an error, their jobs retry), then
+        close the shared connection."""
+        if not self._calls.open:
             return
+        self._calls.stop()
         try:
-            self.call(self._close(), timeout=15)
+            loop.run(self._close(), timeout=15)
         except Exception:
             log.exception("closing the graph connection failed")
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(15)
-        if not self._thread.is_alive():
-            self._loop.close()
 
     async def _close(self) -> None:
-        """Cancel work still running (its callers get an error, their jobs retry), then
-        close the shared connection (per-entity drivers share it: never close those)."""
-        current = asyncio.current_task()
-        for task in asyncio.all_tasks():
-            if task is not current:
-                task.cancel()
+        """Stop the indexes still being made (no caller waits for them now), then close
+        the shared connection (per-entity drivers share it: never close those)."""
+        for making in list(self._preparing.values()):
+            making.cancel()
         client, self._client = self._client, None
         if client is not None:
             await self._dialect.close(client)
@@ -95,15 +93,12 @@ class EntityGraphs:
     # --- what the store uses ---
 
     def call(self, coro: Coroutine, timeout: float | None = READ_TIMEOUT_S):
-        """Run the coroutine on the graph's loop and return what it returns."""
-        if not self._thread.is_alive():
-            coro.close()
-            raise GraphUnavailable("the graph store is not running")
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        """Run the coroutine on the loop and return what it returns."""
         try:
-            return future.result(timeout)
+            return self._calls.run(coro, timeout)
+        except loop.Closed:
+            raise GraphUnavailable("the graph store is not running") from None
         except TimeoutError:
-            future.cancel()
             raise GraphUnavailable(f"the graph did not answer within {timeout}s") from None
         except CancelledError:
             raise GraphUnavailable("the graph store stopped while this ran") from None

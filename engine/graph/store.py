@@ -1,8 +1,8 @@
 """Graphiti over FalkorDB or Neo4j: what the graph reads and writes. Everything else calls
 the plain (blocking) methods of `GraphStore`, the one way in to Graphiti and the graph
 drivers. It stands on two modules of its own:
-- engine.graph.entity_graphs: Graphiti per entity (group_id = the entity's name), on one
-  event loop of its own, one connection, the indexes made before the first query;
+- engine.graph.entity_graphs: Graphiti per entity (group_id = the entity's name), run on
+  the process's one event loop, one connection, the indexes made before the first query;
 - engine.graph.dialects: what differs between the two servers (connecting, indexes, the
   word and vector searches), behind one small interface; the rest is written once for
   both. On FalkorDB each group_id is a graph of its own, so reads and deletes can only

@@ -42,6 +42,7 @@ from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
 from graphiti_core.prompts.models import Message
 from pydantic import BaseModel, ValidationError
 
+from engine.kernel import loop
 from engine.kernel.config import Settings
 from engine.llm import dialect
 from engine.llm.budget import Usage
@@ -177,7 +178,8 @@ def ask(settings: Settings, system: str, prompt: str, answer: type[Answer], usag
         raise NotConfigured(NOT_CONFIGURED)
     llm = client(settings)
     assert isinstance(llm, _Counted)  # every provider's client but none's, refused above
-    return asyncio.run(_ask(llm, settings, system, prompt, answer, usage))
+    # On the process's one loop; `_ask` bounds itself (PPS_LLM_TIMEOUT_S, then the close).
+    return loop.run(_ask(llm, settings, system, prompt, answer, usage), None)
 
 
 async def _ask(
