@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from engine.kernel.events import EventIn
 
 
 class Events(Part):
-    def parse(self, payload: Any, max_batch: int | None = None) -> list[EventIn]:
+    def parse(self, payload: Any, max_batch: int | None = None) -> builtins.list[EventIn]:
         """One event object or a list of them, checked all at once: an InputError names
         every event's problems. At most `max_batch` (the settings' batch by default)."""
         settings = self.parts.settings
@@ -35,10 +36,10 @@ class Events(Part):
 
     def record(
         self,
-        events: list[EventIn],
+        events: builtins.list[EventIn],
         received: Sequence[str] | None = None,
         also: Sequence[Listener] = (),
-    ) -> list[Recorded]:
+    ) -> builtins.list[Recorded]:
         """Store a batch in one transaction; every layer hears of it (capture's own
         listeners), and `also` inside the same transaction."""
         return self.parts.capture.record(self.entity, events, received=received, also=also)
@@ -46,10 +47,10 @@ class Events(Part):
     def list(self, query: EventQuery) -> Page:
         return capture.list_events(self.parts.db, self.entity, query)
 
-    def search(self, query: SearchQuery) -> list[SearchHit]:
+    def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
         return capture.search_events(self.parts.db, self.entity, query)
 
-    def around(self, query: AroundQuery) -> list[Event]:
+    def around(self, query: AroundQuery) -> builtins.list[Event]:
         return capture.turns_around(self.parts.db, self.entity, query)
 
     def around_event(self, event: Event, count: int = 20, channel: str | None = None):
@@ -58,10 +59,10 @@ class Events(Part):
     def get(self, event_id: int | None = None, event_uid: str | None = None) -> Event:
         return capture.get_event(self.parts.db, self.entity, event_id, event_uid)
 
-    def channels(self) -> list[Stream]:
+    def channels(self) -> builtins.list[Stream]:
         return capture.channels(self.parts.db, self.entity)
 
-    def sessions(self, channel: str | None = None, limit: int = 30) -> list[Stream]:
+    def sessions(self, channel: str | None = None, limit: int = 30) -> builtins.list[Stream]:
         return capture.sessions(self.parts.db, self.entity, channel, limit)
 
     def in_session(self, session_id: str) -> bool:

@@ -2,8 +2,8 @@
 and /ui alike): which client, the route, read or write, the status and how long it took.
 The request's entity is the one its route authenticated (pps.http.deps, the web face's
 session, mcp_bridge's BearerEntity put it in the request's state); a request no entity
-made (a 401, /health) is not recorded. The call is handed to the runtime's recorder
-(engine.capture.clients), which writes it later, from its own thread.
+made (a 401, /health) is not recorded. The call is handed to the service
+(`service.record_call`), whose recorder writes it later, from its own thread.
 
 A client is named, first, by the X-PPS-Client header it sends (our own clients do:
 engine.kernel.labels); then an MCP client by the clientInfo name of its `initialize`;
@@ -60,8 +60,8 @@ def _entity(state: dict) -> str | None:
 
 
 def record(scope, state: dict, entity: str, status: int, latency_ms: float) -> None:
-    runtime = getattr(scope["app"].state, "runtime", None)
-    if runtime is None:
+    service = getattr(scope["app"].state, "service", None)
+    if service is None:  # the lifespan has not started the service yet
         return
     path, method = scope.get("path", ""), scope["method"]
     route = getattr(scope.get("route"), "path", None) or path
@@ -78,4 +78,4 @@ def record(scope, state: dict, entity: str, status: int, latency_ms: float) -> N
     elif path.startswith("/ui"):
         label = label or "web"
     label = label or _ROUTES.get(route, "rest")
-    runtime.clients.record(Call(entity, label, method, route, kind, status, round(latency_ms, 2)))
+    service.record_call(Call(entity, label, method, route, kind, status, round(latency_ms, 2)))

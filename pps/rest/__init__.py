@@ -1,6 +1,6 @@
-"""The REST face, /v1 (docs/rest.md): one router per resource, each route thin over one
-engine service. `include(app)` registers them, each route's error statuses documented
-(pps.rest.statuses)."""
+"""The REST face, /v1 (docs/rest.md): one router per resource, each route thin over the
+engine's front door (engine.api: the caller's `Memory`, or the operator's `Service`).
+`include(app)` registers them, each route's error statuses documented (pps.rest.statuses)."""
 
 from __future__ import annotations
 

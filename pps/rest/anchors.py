@@ -7,23 +7,22 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 from pydantic import Field
 
-from engine.search import anchors
 from engine.search.anchors import Anchor, AnchorIn, Anchors, AnchorSearch, Deleted, Resynced
 from engine.search.hybrid import SearchResponse
-from pps.http.deps import CurrentEntity, SearchIndex
+from pps.http.deps import CurrentMemory
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/anchors", tags=["anchors"])
 
 
 @router.post("", status_code=201, summary="Save a word-photo (a dated markdown file)")
-def save(body: AnchorIn, entity: CurrentEntity, index: SearchIndex) -> Anchor:
-    return anchors.save(index, entity, body)
+def save(body: AnchorIn, memory: CurrentMemory) -> Anchor:
+    return memory.anchors.save(body)
 
 
 @router.get("", summary="Every word-photo on disk, newest first")
-def list_anchors(entity: CurrentEntity, index: SearchIndex) -> Anchors:
-    return anchors.list_all(index, entity)
+def list_anchors(memory: CurrentMemory) -> Anchors:
+    return memory.anchors.list()
 
 
 # A word-photo's file name, as anchor_list gives it: no separator, no NUL, not '.' or '..'.
@@ -35,28 +34,28 @@ class AnchorText(Anchor):
 
 
 @router.get("/{name}", summary="One word-photo with its text", responses=problems(404))
-def get(name: FileName, entity: CurrentEntity, index: SearchIndex) -> AnchorText:
-    anchor, text = anchors.get(index, entity, name)
+def get(name: FileName, memory: CurrentMemory) -> AnchorText:
+    anchor, text = memory.anchors.get(name)
     return AnchorText(**anchor.model_dump(), content=text)
 
 
 @router.put(
     "/{name}", summary="Rewrite a word-photo (its name and date stay)", responses=problems(404)
 )
-def edit(name: FileName, body: AnchorIn, entity: CurrentEntity, index: SearchIndex) -> Anchor:
-    return anchors.edit(index, entity, name, body)
+def edit(name: FileName, body: AnchorIn, memory: CurrentMemory) -> Anchor:
+    return memory.anchors.edit(name, body)
 
 
 @router.delete("/{name}", summary="Delete a word-photo by its file name")
-def delete(name: FileName, entity: CurrentEntity, index: SearchIndex) -> Deleted:
-    return anchors.delete(index, entity, name)
+def delete(name: FileName, memory: CurrentMemory) -> Deleted:
+    return memory.anchors.delete(name)
 
 
 @router.post("/resync", summary="Bring the index in step with the word_photos folder")
-def resync(entity: CurrentEntity, index: SearchIndex) -> Resynced:
-    return anchors.resync(index, entity)
+def resync(memory: CurrentMemory) -> Resynced:
+    return memory.anchors.resync()
 
 
 @router.post("/search", summary="Search word-photos by meaning and words")
-def search(body: AnchorSearch, entity: CurrentEntity, index: SearchIndex) -> SearchResponse:
-    return anchors.search_anchors(index, entity, body)
+def search(body: AnchorSearch, memory: CurrentMemory) -> SearchResponse:
+    return memory.anchors.search(body)

@@ -8,18 +8,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from engine.recall import audit, used
 from engine.recall.audit import Drawn, DrawQuery, Judgment, JudgmentIn, Precision, PrecisionQuery
 from engine.recall.used import UsedShare
-from pps.http.deps import DB, CurrentEntity
+from pps.http.deps import CurrentMemory
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
 
 
 @router.get("/draw", summary="Logged recalls drawn at random, each item with its judgment")
-def draw(query: Annotated[DrawQuery, Query()], entity: CurrentEntity, db: DB) -> Drawn:
-    return audit.draw(db, entity, query)
+def draw(query: Annotated[DrawQuery, Query()], memory: CurrentMemory) -> Drawn:
+    return memory.audit.draw(query)
 
 
 @router.post(
@@ -27,17 +26,15 @@ def draw(query: Annotated[DrawQuery, Query()], entity: CurrentEntity, db: DB) ->
     summary="Judge one item of a logged recall relevant or not",
     responses=problems(404),
 )
-def judge(body: JudgmentIn, entity: CurrentEntity, db: DB) -> Judgment:
-    return audit.judge(db, entity, body, face="rest")
+def judge(body: JudgmentIn, memory: CurrentMemory) -> Judgment:
+    return memory.audit.judge(body, face="rest")
 
 
 @router.get("/precision", summary="precision@k of the judged recalls, per layer and by week")
-def precision(
-    query: Annotated[PrecisionQuery, Query()], entity: CurrentEntity, db: DB
-) -> Precision:
-    return audit.precision(db, entity, query)
+def precision(query: Annotated[PrecisionQuery, Query()], memory: CurrentMemory) -> Precision:
+    return memory.audit.precision(query)
 
 
 @router.get("/used", summary="The share of recalled items the reply used, per layer and by week")
-def used_share(entity: CurrentEntity, db: DB) -> UsedShare:
-    return used.share(db, entity)
+def used_share(memory: CurrentMemory) -> UsedShare:
+    return memory.used_share()

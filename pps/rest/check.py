@@ -11,10 +11,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from engine import consistency
 from engine.consistency import CheckReport
 from engine.kernel.errors import NotFound
-from pps.http.deps import AppRuntime, CurrentEntity, Operator
+from pps.http.deps import AppService, CurrentMemory, Operator
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/check", tags=["check"])
@@ -22,8 +21,8 @@ operator = APIRouter(prefix="/v1/operator/check", tags=["check"], dependencies=[
 
 
 @router.get("", summary="Walk every layer of your memory: counts, and each problem with its repair")
-def check(entity: CurrentEntity, runtime: AppRuntime) -> CheckReport:
-    return consistency.run(runtime.index, runtime.graph, [entity])
+def check(memory: CurrentMemory) -> CheckReport:
+    return memory.check()
 
 
 @operator.get(
@@ -32,10 +31,10 @@ def check(entity: CurrentEntity, runtime: AppRuntime) -> CheckReport:
     responses=problems(404),
 )
 def check_all(
-    runtime: AppRuntime,
+    service: AppService,
     entity: Annotated[str | None, Query(description="Only this entity.")] = None,
 ) -> CheckReport:
-    known = runtime.index.entities()
+    known = service.entities.index_keys()
     if entity is not None and entity not in known:
         raise NotFound(f"no entity named {entity!r}", "entity")
-    return consistency.run(runtime.index, runtime.graph, [entity] if entity else known)
+    return service.check([entity] if entity else known)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from engine.capture.clients import Call, ClientRecord
-from pps.http.deps import AppRuntime, CurrentEntity
+from pps.http.deps import AppService, CurrentEntity
 
 router = APIRouter(prefix="/v1", tags=["clients"])
 
@@ -24,9 +24,7 @@ class Clients(BaseModel):
 @router.get("/clients", summary="Your clients: each one's last call and counts, recent calls")
 def clients(
     entity: CurrentEntity,
-    runtime: AppRuntime,
+    service: AppService,
     recent: Annotated[int, Query(ge=0, le=200, description="How many recent calls")] = 20,
 ) -> Clients:
-    return Clients(
-        clients=runtime.clients.clients(entity), recent=runtime.clients.recent(entity, recent)
-    )
+    return Clients(clients=service.clients(entity), recent=service.recent_calls(entity, recent))

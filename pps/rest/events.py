@@ -7,7 +7,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel
 
-from engine.capture import events as capture
 from engine.capture.events import (
     AroundQuery,
     Event,
@@ -18,7 +17,7 @@ from engine.capture.events import (
     SearchQuery,
 )
 from engine.kernel.events import EventIn
-from pps.http.deps import DB, AppRuntime, AppSettings, CurrentEntity
+from pps.http.deps import CurrentMemory
 
 router = APIRouter(prefix="/v1", tags=["events"])
 
@@ -38,15 +37,9 @@ def post_events(
             examples=[{"channel": "terminal", "author": "jeff", "content": "good morning"}],
         ),
     ],
-    entity: CurrentEntity,
-    db: DB,
-    settings: AppSettings,
-    runtime: AppRuntime,
+    memory: CurrentMemory,
 ) -> Stored:
-    events = capture.parse_events(
-        payload, max_batch=settings.max_batch, max_content_bytes=settings.max_content_bytes
-    )
-    recorded = runtime.capture.record(entity, events)
+    recorded = memory.events.record(memory.events.parse(payload))
     new = sum(not r.duplicate for r in recorded)
     return Stored(events=recorded, stored=new, duplicates=len(recorded) - new)
 
@@ -54,7 +47,7 @@ def post_events(
 def describe_body(openapi: dict, max_batch: int) -> None:
     """Give POST /v1/events its body's schema in `openapi` (the app's description): one
     EventIn, or a list of 1..max_batch of them. The route takes the body as it comes and
-    checks it itself (`parse_events`), to name every event's problems at once."""
+    checks it itself (`memory.events.parse`), to name every event's problems at once."""
     ref = {"$ref": "#/components/schemas/EventIn"}
     openapi["components"]["schemas"]["EventIn"] = EventIn.model_json_schema(
         ref_template="#/components/schemas/{model}"
@@ -67,8 +60,8 @@ def describe_body(openapi: dict, max_batch: int) -> None:
 
 
 @router.get("/events", summary="Page through events, newest or oldest first")
-def list_events(query: Annotated[EventQuery, Query()], entity: CurrentEntity, db: DB) -> Page:
-    return capture.list_events(db, entity, query)
+def list_events(query: Annotated[EventQuery, Query()], memory: CurrentMemory) -> Page:
+    return memory.events.list(query)
 
 
 class SearchResults(BaseModel):
@@ -76,10 +69,8 @@ class SearchResults(BaseModel):
 
 
 @router.get("/events/search", summary="Full-text search over event content, ranked")
-def search_events(
-    query: Annotated[SearchQuery, Query()], entity: CurrentEntity, db: DB
-) -> SearchResults:
-    return SearchResults(results=capture.search_events(db, entity, query))
+def search_events(query: Annotated[SearchQuery, Query()], memory: CurrentMemory) -> SearchResults:
+    return SearchResults(results=memory.events.search(query))
 
 
 class Turns(BaseModel):
@@ -87,5 +78,5 @@ class Turns(BaseModel):
 
 
 @router.get("/turns/around", summary="The conversation around a moment, oldest first")
-def turns_around(query: Annotated[AroundQuery, Query()], entity: CurrentEntity, db: DB) -> Turns:
-    return Turns(events=capture.turns_around(db, entity, query))
+def turns_around(query: Annotated[AroundQuery, Query()], memory: CurrentMemory) -> Turns:
+    return Turns(events=memory.events.around(query))

@@ -8,10 +8,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
+from engine.api.search import Files
+from engine.kernel.limits import MAX_READ_LINES
 from engine.kernel.requests import Request
-from engine.search import homes
 from engine.search.homes import FileLines, HomeFile
-from pps.http.deps import CurrentEntity, SearchIndex
+from pps.http.deps import CurrentMemory
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1", tags=["files"])
@@ -21,7 +22,7 @@ router = APIRouter(prefix="/v1", tags=["files"])
 # '..' part, a NUL, a name that is not a text file's.
 PATH_PATTERN = (
     r"^(?![/\\~])(?![A-Za-z]:)(?![\s\S]*(?:^|[/\\])\.\.(?:[/\\]|$))[^\x00]*"
-    f"(?:{'|'.join(re.escape(suffix) for suffix in homes.TEXT_SUFFIXES)})$"
+    f"(?:{'|'.join(re.escape(suffix) for suffix in Files.TEXT_SUFFIXES)})$"
 )
 
 
@@ -33,7 +34,7 @@ class FileQuery(Request):
         json_schema_extra={"pattern": PATH_PATTERN},
     )
     start: int = Field(1, ge=1, alias="from", description="First line, 1-based.")
-    lines: int | None = Field(None, ge=1, le=homes.MAX_READ_LINES, description="How many.")
+    lines: int | None = Field(None, ge=1, le=MAX_READ_LINES, description="How many.")
 
 
 @router.get(
@@ -41,10 +42,8 @@ class FileQuery(Request):
     summary="Read lines of a file in your home (after a search hit)",
     responses=problems(404),
 )
-def read(
-    query: Annotated[FileQuery, Query()], entity: CurrentEntity, index: SearchIndex
-) -> FileLines:
-    return homes.read_lines(index.home(entity), query.path, query.start, query.lines)
+def read(query: Annotated[FileQuery, Query()], memory: CurrentMemory) -> FileLines:
+    return memory.files.read(query.path, query.start, query.lines)
 
 
 class FileList(BaseModel):
@@ -58,7 +57,5 @@ class ListQuery(Request):
 
 
 @router.get("/files/list", summary="The memory files of your home, newest first")
-def list_files(
-    query: Annotated[ListQuery, Query()], entity: CurrentEntity, index: SearchIndex
-) -> FileList:
-    return FileList(files=homes.list_files(index.home(entity), query.kind))
+def list_files(query: Annotated[ListQuery, Query()], memory: CurrentMemory) -> FileList:
+    return FileList(files=memory.files.list(query.kind))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from engine import forgetting
 from engine.forgetting import ForgetRequest, Receipt, Tombstones
-from pps.http.deps import AppRuntime, CurrentEntity
+from pps.http.deps import CurrentMemory
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/forget", tags=["forget"])
@@ -17,10 +16,10 @@ router = APIRouter(prefix="/v1/forget", tags=["forget"])
     summary="Forget an event, a word-photo or a fact from every layer; answers with a receipt",
     responses=problems(404, 503),
 )
-def forget(body: ForgetRequest, entity: CurrentEntity, runtime: AppRuntime) -> Receipt:
-    return forgetting.forget(runtime.index, runtime.graph, entity, body, "rest")
+def forget(body: ForgetRequest, memory: CurrentMemory) -> Receipt:
+    return memory.forget(body, asked_by="rest")
 
 
 @router.get("", summary="What this entity forgot: its tombstones, newest first")
-def tombstones(entity: CurrentEntity, runtime: AppRuntime) -> Tombstones:
-    return forgetting.tombstones(runtime.db, entity)
+def tombstones(memory: CurrentMemory) -> Tombstones:
+    return memory.tombstones()

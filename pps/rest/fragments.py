@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from engine.search import fragments
 from engine.search.fragments import FragmentIn, Stored
-from pps.http.deps import CurrentEntity, SearchIndex
+from pps.http.deps import CurrentMemory
 
 router = APIRouter(prefix="/v1", tags=["fragments"])
 
@@ -14,5 +13,5 @@ router = APIRouter(prefix="/v1", tags=["fragments"])
 @router.post(
     "/fragments", status_code=201, summary="Store a memory as a dated fragment, searchable at once"
 )
-def store(body: FragmentIn, entity: CurrentEntity, index: SearchIndex) -> Stored:
-    return fragments.store(index, entity, body)
+def store(body: FragmentIn, memory: CurrentMemory) -> Stored:
+    return memory.files.store_fragment(body)

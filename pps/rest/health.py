@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from engine import health as checks
+from pps.http.deps import AppService
 
 router = APIRouter(tags=["health"])
 
@@ -15,6 +15,6 @@ router = APIRouter(tags=["health"])
     summary="Status of each component (no auth, no data)",
     responses={503: {"description": "Down: the database cannot be read (the same body)"}},
 )
-def health(request: Request) -> JSONResponse:
-    body = checks.report(request.app.state.runtime)
+def health(service: AppService) -> JSONResponse:
+    body = service.health()
     return JSONResponse(body, status_code=503 if body["status"] == "down" else 200)

@@ -20,17 +20,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from engine.capture import events as capture
-from engine.capture.hook_sessions import HookSessions
+from engine.api import Memory
+from engine.capture.events import Captured
 from engine.kernel.config import Settings
 from engine.kernel.requests import NOT_BLANK
-from engine.recall import ambient as recall
 from engine.recall.shapes import RecallRequest
-from engine.runtime import Runtime
-from engine.store.db import Database
 from ingest import claude_code, codex, hook, letta_code
 from ingest.claude_code import Call, SessionState, TranscriptGap
-from pps.http.deps import DB, AppRuntime, AppSettings, CurrentEntity
+from pps.http.deps import AppSettings, CurrentMemory
 from pps.http.errors import engine_error_response
 
 router = APIRouter(prefix="/v1/hooks", tags=["hooks"])
@@ -164,16 +161,14 @@ def _route(host: str) -> None:
                 examples=[EXAMPLES[host]],
             ),
         ],
-        entity: CurrentEntity,
-        db: DB,
+        memory: CurrentMemory,
         settings: AppSettings,
-        runtime: AppRuntime,
         event: Annotated[
             Event | None,
             Query(description="The hook's event, when the command names it."),
         ] = None,
     ) -> Response:
-        return host_hook(host, payload, event, entity, db, settings, runtime)
+        return host_hook(host, payload, event, memory, settings)
 
     router.add_api_route(
         f"/{host}",
@@ -190,17 +185,15 @@ def host_hook(
     host: str,
     payload: Any,
     event: str | None,
-    entity: str,
-    db: Database,
+    memory: Memory,
     settings: Settings,
-    runtime: Runtime,
 ) -> Response:
-    """Do one hook of `host` for `entity`; the host's answer."""
+    """Do one hook of `host` for `memory`'s entity; the host's answer."""
     served = HOSTS[host]
     name = served.check_call(payload, event)
     sent = claude_code.sent(payload)
     with _states:
-        sessions = HookSessions(db, entity, host)
+        sessions = memory.events.hook_sessions(host)
         states: dict[str, SessionState] = {}
         read: dict[str, dict[str, Any]] = {}
 
@@ -215,7 +208,7 @@ def host_hook(
             payload,
             sent,
             state,
-            lambda session: capture.in_session(db, entity, session),
+            memory.events.in_session,
             settings.max_content_bytes,
             sent.max_chars or settings.hook_max_chars,
         )
@@ -231,22 +224,18 @@ def host_hook(
             if (after := dataclasses.asdict(one)) != read[key]
         }
 
-        def save(batch: capture.Captured) -> None:  # with the new events
+        def save(batch: Captured) -> None:  # with the new events
             sessions.save(changed, batch.conn)
             changed.clear()
 
         if call.events:
-            parsed = capture.parse_events(
-                call.events,
-                max_batch=len(call.events),
-                max_content_bytes=settings.max_content_bytes,
-            )
-            runtime.capture.record(entity, parsed, also=[save])
+            parsed = memory.events.parse(call.events, max_batch=len(call.events))
+            memory.events.record(parsed, also=[save])
         if changed:  # no new event stored them: the states alone
             sessions.save(changed)
     context = None
     if call.recall is not None:
-        found = recall.recall(runtime, entity, RecallRequest(**call.recall)).context
+        found = memory.recall(RecallRequest(**call.recall)).context
         context = found[: call.max_chars] if found.strip() else None
     answer = served.answer(call, context)
     said = json.dumps(call.problems[:PROBLEMS_KEPT])[:4000]

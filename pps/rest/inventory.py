@@ -7,7 +7,6 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from engine.inventory import items as inventory
 from engine.inventory.items import (
     Categories,
     Item,
@@ -24,7 +23,7 @@ from engine.inventory.items import (
 )
 from engine.kernel.patterns import CHANNEL_PATTERN
 from engine.kernel.requests import Request
-from pps.http.deps import DB, CurrentEntity
+from pps.http.deps import CurrentMemory
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1", tags=["inventory"])
@@ -35,8 +34,8 @@ class Enter(Request):
 
 
 @router.get("/inventory", summary="Items, by category and subcategory")
-def inventory_list(query: Annotated[ItemQuery, Query()], entity: CurrentEntity, db: DB) -> Items:
-    return inventory.list_items(db, entity, query)
+def inventory_list(query: Annotated[ItemQuery, Query()], memory: CurrentMemory) -> Items:
+    return memory.inventory.list(query)
 
 
 @router.post(
@@ -44,40 +43,40 @@ def inventory_list(query: Annotated[ItemQuery, Query()], entity: CurrentEntity, 
     summary="Add an item (or update the one with that category and name)",
     responses=problems(404),
 )
-def inventory_add(body: ItemIn, entity: CurrentEntity, db: DB) -> Saved:
-    return inventory.add(db, entity, body)
+def inventory_add(body: ItemIn, memory: CurrentMemory) -> Saved:
+    return memory.inventory.add(body)
 
 
 @router.get("/inventory/categories", summary="Categories with counts and subcategories")
-def inventory_categories(entity: CurrentEntity, db: DB) -> Categories:
-    return inventory.categories(db, entity)
+def inventory_categories(memory: CurrentMemory) -> Categories:
+    return memory.inventory.categories()
 
 
 @router.get("/inventory/item", summary="One item by name", responses=problems(404, 409))
-def inventory_get(query: Annotated[ItemRef, Query()], entity: CurrentEntity, db: DB) -> Item:
-    return inventory.get(db, entity, query)
+def inventory_get(query: Annotated[ItemRef, Query()], memory: CurrentMemory) -> Item:
+    return memory.inventory.get(query)
 
 
 @router.delete("/inventory/item", summary="Delete one item by name", responses=problems(404, 409))
-def inventory_delete(query: Annotated[ItemRef, Query()], entity: CurrentEntity, db: DB) -> Item:
-    return inventory.delete(db, entity, query)
+def inventory_delete(query: Annotated[ItemRef, Query()], memory: CurrentMemory) -> Item:
+    return memory.inventory.delete(query)
 
 
 @router.get("/spaces", summary="Every space")
-def list_spaces(entity: CurrentEntity, db: DB) -> Spaces:
-    return inventory.list_spaces(db, entity)
+def list_spaces(memory: CurrentMemory) -> Spaces:
+    return memory.inventory.spaces()
 
 
 @router.post("/spaces", summary="Add a space", responses=problems(409))
-def add_space(body: SpaceIn, entity: CurrentEntity, db: DB) -> Space:
-    return inventory.add_space(db, entity, body)
+def add_space(body: SpaceIn, memory: CurrentMemory) -> Space:
+    return memory.inventory.add_space(body)
 
 
 @router.patch("/spaces/{name}", summary="Change a space's description or channel")
-def update_space(name: str, body: SpaceUpdate, entity: CurrentEntity, db: DB) -> Space:
-    return inventory.update_space(db, entity, name, body)
+def update_space(name: str, body: SpaceUpdate, memory: CurrentMemory) -> Space:
+    return memory.inventory.update_space(name, body)
 
 
 @router.post("/spaces/{name}/enter", summary="Enter a space: its description and what is there")
-def enter_space(name: str, entity: CurrentEntity, db: DB, body: Enter | None = None) -> SpaceView:
-    return inventory.enter_space(db, entity, name, (body or Enter()).channel)
+def enter_space(name: str, memory: CurrentMemory, body: Enter | None = None) -> SpaceView:
+    return memory.inventory.enter_space(name, (body or Enter()).channel)

@@ -6,19 +6,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from engine.recall import ambient, log
 from engine.recall.log import Log, LogQuery
 from engine.recall.shapes import Recall, RecallRequest
-from pps.http.deps import DB, AppRuntime, CurrentEntity
+from pps.http.deps import CurrentMemory
 
 router = APIRouter(prefix="/v1/recall", tags=["recall"])
 
 
 @router.post("", summary='Every layer in one call: "startup", or the moment to recall for')
-def ambient_recall(body: RecallRequest, entity: CurrentEntity, runtime: AppRuntime) -> Recall:
-    return ambient.recall(runtime, entity, body)
+def ambient_recall(body: RecallRequest, memory: CurrentMemory) -> Recall:
+    return memory.recall(body)
 
 
 @router.get("/log", summary="What recent recalls surfaced and why (when PPS_RECALL_LOG is on)")
-def recall_log(query: Annotated[LogQuery, Query()], entity: CurrentEntity, db: DB) -> Log:
-    return log.entries(db, entity, query)
+def recall_log(query: Annotated[LogQuery, Query()], memory: CurrentMemory) -> Log:
+    return memory.recall_log(query)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from engine.search import hybrid as search
 from engine.search.hybrid import SearchRequest, SearchResponse
 from engine.search.index import IndexStats
-from pps.http.deps import CurrentEntity, SearchIndex
+from pps.http.deps import CurrentMemory
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
@@ -17,10 +16,10 @@ router = APIRouter(prefix="/v1", tags=["search"])
     "/search",
     summary="Hybrid search over word-photos, fragments, memory files, documents and turns",
 )
-def post_search(body: SearchRequest, entity: CurrentEntity, index: SearchIndex) -> SearchResponse:
-    return search.search(index, entity, body)
+def post_search(body: SearchRequest, memory: CurrentMemory) -> SearchResponse:
+    return memory.search(body)
 
 
 @router.get("/search/index", summary="What the entity's search index holds")
-def index_stats(entity: CurrentEntity, index: SearchIndex) -> IndexStats:
-    return index.stats(entity)
+def index_stats(memory: CurrentMemory) -> IndexStats:
+    return memory.search.stats()

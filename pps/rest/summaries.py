@@ -6,7 +6,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from engine.crystal import summaries, summarize
 from engine.crystal.summaries import (
     RecentQuery,
     SinceQuery,
@@ -20,7 +19,8 @@ from engine.crystal.summaries import (
     TurnsSince,
     TurnsSinceSummary,
 )
-from pps.http.deps import DB, AppSettings, CurrentEntity
+from engine.crystal.summarize import Summarized, SummarizeRequest
+from pps.http.deps import CurrentMemory
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1", tags=["summaries"])
@@ -31,8 +31,8 @@ router = APIRouter(prefix="/v1", tags=["summaries"])
     summary="Store a summary of an event range (marks it summarized)",
     responses=problems(404, 409),
 )
-def store_summary(body: SummaryIn, entity: CurrentEntity, db: DB) -> Summary:
-    return summaries.store(db, entity, body)
+def store_summary(body: SummaryIn, memory: CurrentMemory) -> Summary:
+    return memory.summaries.store(body)
 
 
 @router.post(
@@ -40,43 +40,36 @@ def store_summary(body: SummaryIn, entity: CurrentEntity, db: DB) -> Summary:
     summary="Summarize the oldest unsummarized turns with the configured LLM",
     responses=problems(502, 503),
 )
-def summarize_messages(
-    body: summarize.SummarizeRequest, entity: CurrentEntity, db: DB, settings: AppSettings
-) -> summarize.Summarized:
+def summarize_messages(body: SummarizeRequest, memory: CurrentMemory) -> Summarized:
     """Without an LLM the turns come back (`summarized: false`) to summarize and store
     with POST /v1/summaries. No answer from the LLM is a 503, an unusable one a 502."""
-    return summarize.summarize(db, settings, entity, body)
+    return memory.summaries.summarize(body)
 
 
 @router.get("/summaries", summary="The newest summaries, oldest of them first")
-def recent_summaries(
-    query: Annotated[RecentQuery, Query()], entity: CurrentEntity, db: DB
-) -> Summaries:
-    return summaries.recent(db, entity, query)
+def recent_summaries(query: Annotated[RecentQuery, Query()], memory: CurrentMemory) -> Summaries:
+    return memory.summaries.recent(query)
 
 
 @router.get("/summaries/search", summary="Full-text search over summaries")
 def search_summaries(
-    query: Annotated[SummarySearch, Query()], entity: CurrentEntity, db: DB
+    query: Annotated[SummarySearch, Query()], memory: CurrentMemory
 ) -> SummaryHits:
-    return summaries.search(db, entity, query)
+    return memory.summaries.search(query)
 
 
 @router.get("/summaries/stats", summary="Counts, and how many turns are unsummarized")
-def summary_stats(entity: CurrentEntity, db: DB, settings: AppSettings) -> SummaryStats:
-    return summaries.stats(db, settings, entity)
+def summary_stats(memory: CurrentMemory) -> SummaryStats:
+    return memory.summaries.stats()
 
 
 @router.get("/turns/since-summary", summary="Turns no summary covers yet, paged")
 def turns_since_summary(
-    query: Annotated[SinceSummaryQuery, Query()],
-    entity: CurrentEntity,
-    db: DB,
-    settings: AppSettings,
+    query: Annotated[SinceSummaryQuery, Query()], memory: CurrentMemory
 ) -> TurnsSinceSummary:
-    return summaries.turns_since_summary(db, settings, entity, query)
+    return memory.summaries.turns_since_summary(query)
 
 
 @router.get("/turns/since", summary="Turns since a moment, with the summaries made since")
-def turns_since(query: Annotated[SinceQuery, Query()], entity: CurrentEntity, db: DB) -> TurnsSince:
-    return summaries.turns_since(db, entity, query)
+def turns_since(query: Annotated[SinceQuery, Query()], memory: CurrentMemory) -> TurnsSince:
+    return memory.summaries.turns_since(query)

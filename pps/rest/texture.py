@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query
 
-from engine.graph import curator, texture
 from engine.graph.curator import Duplicates, Merged, MergeRequest
 from engine.graph.texture import (
     Accepted,
@@ -23,30 +22,20 @@ from engine.graph.texture import (
     TimelineQuery,
     TripletIn,
 )
-from pps.http.deps import DB, AppRuntime, AppSettings, CurrentEntity
+from pps.http.deps import CurrentMemory
 from pps.rest.statuses import problems
 
 router = APIRouter(prefix="/v1/texture", tags=["texture"])
 
 
-def _graph(request: Request):
-    """The running graph, or None when GRAPH_BACKEND=none."""
-    return request.app.state.runtime.graph
-
-
-Graph = Annotated[object, Depends(_graph)]
-
-
 @router.post("/search", summary="Facts relevant to a query, each traced to its events")
-def search(body: SearchQuery, entity: CurrentEntity, db: DB, graph: Graph) -> SearchResult:
-    return texture.search(graph, db, entity, body)
+def search(body: SearchQuery, memory: CurrentMemory) -> SearchResult:
+    return memory.graph.search(body)
 
 
 @router.get("/facts", summary="The entity's facts, valid and invalidated, newest first")
-def list_facts(
-    query: Annotated[FactsQuery, Query()], entity: CurrentEntity, db: DB, graph: Graph
-) -> Facts:
-    return texture.facts(graph, db, entity, query)
+def list_facts(query: Annotated[FactsQuery, Query()], memory: CurrentMemory) -> Facts:
+    return memory.graph.facts(query)
 
 
 @router.get(
@@ -54,37 +43,33 @@ def list_facts(
     summary="An entity and the facts around it, up to `depth` hops",
     responses=problems(404),
 )
-def explore(
-    query: Annotated[ExploreQuery, Query()], entity: CurrentEntity, db: DB, graph: Graph
-) -> Exploration:
-    return texture.explore(graph, db, entity, query)
+def explore(query: Annotated[ExploreQuery, Query()], memory: CurrentMemory) -> Exploration:
+    return memory.graph.explore(query)
 
 
 @router.get("/timeline", summary="Episodes newest first, with the facts each one gave")
-def timeline(
-    query: Annotated[TimelineQuery, Query()], entity: CurrentEntity, db: DB, graph: Graph
-) -> Timeline:
-    return texture.timeline(graph, db, entity, query)
+def timeline(query: Annotated[TimelineQuery, Query()], memory: CurrentMemory) -> Timeline:
+    return memory.graph.timeline(query)
 
 
 @router.post("", status_code=202, summary="Learn from a note (stored, then queued)")
-def add(body: NoteIn, entity: CurrentEntity, db: DB, runtime: AppRuntime) -> Accepted:
-    return texture.add(runtime.capture, entity, body)
+def add(body: NoteIn, memory: CurrentMemory) -> Accepted:
+    return memory.graph.add(body)
 
 
 @router.post("/triplets", status_code=202, summary="Add a fact between two entities (queued)")
-def add_triplet(body: TripletIn, entity: CurrentEntity, db: DB, runtime: AppRuntime) -> Accepted:
-    return texture.add_triplet(runtime.capture, entity, body)
+def add_triplet(body: TripletIn, memory: CurrentMemory) -> Accepted:
+    return memory.graph.add_triplet(body)
 
 
 @router.delete("/{uuid}", summary="Delete a fact, an entity or an episode from the graph")
-def delete(uuid: str, entity: CurrentEntity, db: DB, graph: Graph) -> Deleted:
-    return texture.delete(graph, db, entity, uuid)
+def delete(uuid: str, memory: CurrentMemory) -> Deleted:
+    return memory.graph.delete(uuid)
 
 
 @router.get("/stats", summary="Ingestion: episodes, jobs, graph counts, today's LLM usage")
-def stats(entity: CurrentEntity, db: DB, settings: AppSettings, graph: Graph) -> Stats:
-    return texture.stats(graph, db, settings, entity)
+def stats(memory: CurrentMemory) -> Stats:
+    return memory.graph.stats()
 
 
 @router.get(
@@ -92,8 +77,8 @@ def stats(entity: CurrentEntity, db: DB, settings: AppSettings, graph: Graph) ->
     summary="Entity nodes that are the same thing (read-only report)",
     responses=problems(404, 503),
 )
-def duplicates(entity: CurrentEntity, settings: AppSettings, graph: Graph) -> Duplicates:
-    return curator.duplicates(graph, settings, entity)
+def duplicates(memory: CurrentMemory) -> Duplicates:
+    return memory.graph.duplicates()
 
 
 @router.post(
@@ -101,7 +86,5 @@ def duplicates(entity: CurrentEntity, settings: AppSettings, graph: Graph) -> Du
     summary="Merge the duplicate entity nodes (a dry run unless dry_run is false)",
     responses=problems(404, 503),
 )
-def merge_duplicates(
-    body: MergeRequest, entity: CurrentEntity, settings: AppSettings, graph: Graph
-) -> Merged:
-    return curator.merge_duplicates(graph, settings, entity, dry_run=body.dry_run)
+def merge_duplicates(body: MergeRequest, memory: CurrentMemory) -> Merged:
+    return memory.graph.merge_duplicates(dry_run=body.dry_run)
