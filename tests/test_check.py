@@ -14,7 +14,10 @@ import sqlite3
 import pytest
 from typer.testing import CliRunner
 
+from engine.api import Service
 from engine.graph import episodes
+from engine.kernel.config import Settings
+from engine.kernel.lock import owner
 from pps.cli import app
 from tests.conftest import AppServer, connect, create_entity, settings_env, wait_for
 from tests.mcp_client import call, session
@@ -213,3 +216,17 @@ def test_a_fact_that_traces_to_no_event_is_found_when_the_graph_is_up(tmp_path):
         graph.server.stop()  # the graph down: said, and skipped
         found = wait_for(lambda: (f := check(client))["graph"] != "ok" and f)
         assert found["graph"].startswith("unavailable") and "fact_untraced" not in kinds(found)
+
+
+def test_a_command_reaches_the_graph_only_once_a_part_asks_for_it(tmp_path):
+    """A command's service (`Service.open(settings, graph="pps check")`) holds neither the
+    data dir nor a graph until a part asks for the graph: a command that fails first (an
+    entity that does not exist) starts no FalkorDB. Once asked, the embedded graph runs
+    under the data dir's lock in the command's name, until the service closes."""
+    settings = Settings(data_dir=tmp_path / "data", graph_backend="falkordb")
+    with Service.open(settings, graph="pps check") as service:
+        assert owner(settings.data_dir) is None
+        assert service.check([]).entities == []  # the check reaches the graph
+        held = owner(settings.data_dir)
+        assert held is not None and held.command == "pps check"
+    assert owner(settings.data_dir) is None

@@ -8,8 +8,8 @@ nothing started in the background.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -21,11 +21,14 @@ from engine.api.parts import Parts
 from engine.capture.clients import Call, ClientRecord, Recorder
 from engine.capture.events import Capture
 from engine.consistency import CheckReport
+from engine.graph import episodes, texture
 from engine.graph.backend import Graph
+from engine.graph.texture import ReplayOutcome
 from engine.kernel.config import Settings
 from engine.kernel.lock import DataDirBusy, DataDirLock
 from engine.runtime import CAPTURE_LISTENERS, Runtime
-from engine.search.index import Index
+from engine.search import watch
+from engine.search.index import Index, SyncReport
 from engine.store import queue
 from engine.store.db import Database
 from engine.store.queue import QueueStatus
@@ -33,17 +36,41 @@ from engine.store.queue import QueueStatus
 
 @dataclass
 class Opened:
-    """The parts a command opens on a data dir no server need be running on."""
+    """The parts a command opens on a data dir no server need be running on. With
+    `reach` (the command's name), the graph is reached (`reach_graph`) when a part first
+    asks for it: a command that fails before, on an entity that does not exist say,
+    starts none."""
 
     settings: Settings
     db: Database
+    reach: str | None = None
     index: Index = field(init=False)
     capture: Capture = field(init=False)
-    graph: Any = None  # a Graph, or one reached through its store alone (Service.open)
+    _graph: Any = field(init=False, default=None)
+    _reached: ExitStack | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.index = Index(self.settings, self.db)
         self.capture = Capture(self.db, CAPTURE_LISTENERS)
+
+    @property
+    def graph(self) -> Any:
+        """A Graph, or one reached through its store alone, or None (see `reach_graph`)."""
+        if self.reach is not None and self._reached is None:
+            reached = ExitStack()
+            self._graph = reached.enter_context(reach_graph(self.settings, self.db, self.reach))
+            self._reached = reached
+        return self._graph
+
+    @graph.setter
+    def graph(self, graph: Any) -> None:
+        """A graph given rather than reached (a Parts' graph may be set)."""
+        self._graph, self.reach = graph, None
+
+    def close(self) -> None:
+        if self._reached is not None:
+            self._reached.close()
+        self.db.close()
 
 
 class Service:
@@ -71,17 +98,12 @@ class Service:
     def open(cls, settings: Settings, graph: str | None = None) -> Iterator[Service]:
         """A command's: the data dir's parts, nothing started. With `graph` (the command's
         name, which holds the data dir while it runs the embedded graph), the graph as a
-        command reaches it: see `reach_graph`."""
-        opened = Opened(settings, Database.open(settings))
+        command reaches it (`reach_graph`), once a part first asks for it."""
+        opened = Opened(settings, Database.open(settings), reach=graph)
         try:
-            if graph is None:
-                yield cls(opened)
-                return
-            with reach_graph(settings, opened.db, graph) as reached:
-                opened.graph = reached
-                yield cls(opened)
+            yield cls(opened)
         finally:
-            opened.db.close()
+            opened.close()
 
     # --- one entity's memory ---
 
@@ -101,11 +123,11 @@ class Service:
 
     @cached_property
     def backups(self) -> Backups:
-        return Backups(self.parts)
+        return Backups(self.settings, self.db)
 
     @cached_property
     def statuses(self) -> Statuses:
-        return Statuses(self.parts)
+        return Statuses(self.settings, self.db)
 
     # --- across the entities ---
 
@@ -122,6 +144,38 @@ class Service:
 
     def retry(self, entity: str | None = None, dead: bool = False) -> int:
         return queue.retry(self.db, entity, dead)
+
+    def extracting(self, entity: str) -> int:
+        """How many of `entity`'s episodes are being extracted into the graph now."""
+        running = queue.counts(self.db.conn, episodes.JOB_KIND, entity, states=("running",))
+        return running["running"]
+
+    # --- rebuilding a derived layer from its source ---
+
+    def reindex(
+        self,
+        name: str,
+        re_embed: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> SyncReport:
+        """Rebuild the search index of `name` (an entity, or a shared store's
+        `shared:<store>`) from its files and the event log; vectors of another model are
+        replaced, and every one with `re_embed`. Raises ModelUnavailable (engine.api.admin)
+        once the files are indexed, when the embedding model cannot load."""
+        return watch.sync(
+            self.parts.index, name, rebuild=True, re_embed=re_embed, progress=progress
+        )
+
+    def replay_graph(
+        self,
+        entities: list[str],
+        fresh: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ReplayOutcome:
+        """Rebuild the graph of `entities` from the event log and wait for it: the running
+        server's workers do it, or this process (`fresh`: emptied first, no server
+        running). Resumable."""
+        return texture.rebuild(self.settings, self.db, entities, fresh=fresh, progress=progress)
 
     def check(self, entities: list[str] | None = None, repair: bool = False) -> CheckReport:
         """Whether every layer agrees with raw capture, for `entities` (every entity and

@@ -1,11 +1,12 @@
-"""The `pps` command. Each command parses its options, builds Settings, and calls
-one engine service. `--data-dir` and `--port` (or PPS_DATA_DIR / PPS_PORT) apply to
-every command that uses them.
+"""The `pps` command. Each command parses its options, builds Settings, and calls the
+engine through its front door (engine.api: the data dir's `Service`, which the command
+opens, `with Service.open(settings) as service`). `--data-dir` and `--port` (or
+PPS_DATA_DIR / PPS_PORT) apply to every command that uses them.
 
 One module per command group, loaded only when its command runs (or `--help` lists
-it): `pps hook`, which Claude Code runs before every prompt, loads nothing it does not
-use. This module only names them, in the order `pps --help` lists them. The options
-they share live in `options`.
+it), and the engine only inside the command that calls it: `pps hook`, which Claude
+Code runs before every prompt, loads nothing it does not use. This module only names
+them, in the order `pps --help` lists them. The options they share live in `options`.
 """
 
 from __future__ import annotations

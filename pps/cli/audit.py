@@ -8,9 +8,6 @@ from typing import Annotated
 
 import typer
 
-from engine.capture import entities
-from engine.recall import audit
-from engine.store.db import Database
 from pps.cli.options import DataDir, EntityOpt, fail, settings_for
 
 app = typer.Typer(help="The retrieval audit: judgments of logged recalls (see docs/ui.md).")
@@ -30,11 +27,14 @@ def audit_export(
     """Write the judged recalls as an evaluation set (JSONL, one recall a line: the context,
     the judged items with their sources and relevance); bench/audit_score.py scores the
     current recall against it."""
-    db = Database.open(settings_for(data_dir=data_dir))
-    names = [entity] if entity else audit.judged_entities(db)
-    if entity and entity not in {known.name for known in entities.list_all(db)}:
-        fail(f"no entity {entity!r}")
-    lines = [json.dumps(record) for name in names for record in audit.export(db, name)]
+    from engine.api import Service
+
+    with Service.open(settings_for(data_dir=data_dir)) as service:
+        entities = service.entities
+        names = [entity] if entity else entities.judged()
+        if entity and entity not in entities.names():
+            fail(f"no entity {entity!r}")
+        lines = [json.dumps(record) for name in names for record in entities.judgments(name)]
     text = "".join(line + "\n" for line in lines)
     if str(out) == "-":
         typer.echo(text, nl=False)

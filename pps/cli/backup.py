@@ -42,22 +42,24 @@ def backup(
     is re-derived after a restore (`pps replay graph`)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from engine.backup import archiving
-    from engine.backup.archive import BackupError
+    from engine.api.admin import BackupError, Backups
+    from engine.backup.archiving import Encryption
 
     settings = settings_for(data_dir=data_dir)
     encryption = None
     if recipient:
-        encryption = archiving.Encryption(recipients=tuple(recipient))
+        encryption = Encryption(recipients=tuple(recipient))
     elif encrypt:
-        encryption = archiving.Encryption(passphrase=_passphrase(confirm=True))
+        encryption = Encryption(passphrase=_passphrase(confirm=True))
     try:
         pps_version = version("pps")
     except PackageNotFoundError:
         pps_version = "unknown"
     try:
-        written = archiving.create(
-            settings, out, entity=entity, encryption=encryption, version=pps_version
+        # From the settings: the backup opens the data dir itself, and one that holds no
+        # database is refused, not made.
+        written = Backups(settings).create(
+            out, entity=entity, encryption=encryption, version=pps_version
         )
     except BackupError as exc:
         fail(str(exc))
@@ -93,8 +95,7 @@ def restore(
     """Check every member of the archive against its manifest, then write it into an
     empty data dir (0600 files, 0700 folders). A wrong passphrase or key, a damaged or
     altered archive, or a folder that is not empty is refused, and nothing is written."""
-    from engine.backup import restoring
-    from engine.backup.archive import BackupError
+    from engine.api.admin import BackupError, Backups
 
     os.umask(0o077)
     identities = None
@@ -104,7 +105,7 @@ def restore(
         except OSError as exc:
             fail(f"cannot read {identity}: {exc.strerror or exc}")
     try:
-        restored = restoring.restore(
+        restored = Backups.restore(
             archive_path,
             data_dir,
             passphrase=lambda: _passphrase(confirm=False),

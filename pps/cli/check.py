@@ -13,9 +13,8 @@ from typing import Annotated
 
 import typer
 
-from engine.store.db import Database
 from engine.kernel.lock import SERVE, owner
-from pps.cli.options import DataDir, EntityOpt, fail, graph_here, settings_for
+from pps.cli.options import DataDir, EntityOpt, fail, settings_for
 
 
 def check(
@@ -75,16 +74,13 @@ def _ask_server(settings, entity: str | None) -> dict | None:
 
 
 def _check_here(settings, entity: str | None, repair: bool) -> dict:
-    from engine import consistency
-    from engine.search.index import Index
+    from engine.api import Service
 
-    db = Database.open(settings)
-    index = Index(settings, db)
-    known = index.entities()
-    if entity is not None and entity not in known:
-        fail(f"no entity named {entity!r}")
-    with graph_here(settings, db, "pps check") as graph:
-        report = consistency.run(index, graph, [entity] if entity else known, repair=repair)
+    with Service.open(settings, graph="pps check") as service:
+        known = service.entities.index_keys()  # entities and shared stores
+        if entity is not None and entity not in known:
+            fail(f"no entity named {entity!r}")
+        report = service.check([entity] if entity else known, repair=repair)
     return report.model_dump(mode="json")
 
 

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import TYPE_CHECKING
 
 import typer
 
 from engine.kernel.config import default_folder
-from engine.store.db import Database
-from engine.kernel.lock import SERVE, DataDirBusy, DataDirLock, owner
+from engine.kernel.lock import SERVE, owner
 from pps.cli.options import DataDir, Port, settings_for
+
+if TYPE_CHECKING:
+    from engine.api import Service
+    from engine.api.admin import Statuses
 
 BAD = ("down", "refused", "failing", "full")
 _RANK = {"failing": 1, "full": 2, "refused": 2, "down": 2}
@@ -38,41 +42,43 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
     report = _Report()
     typer.echo(f"{'data dir':12} {settings.data_dir!s}  ({_why_this_dir(data_dir, settings)})")
 
+    from engine.api import Service  # loaded once the first line is out
+    from engine.api.admin import Statuses
+
     service, served = _service(settings)
-    db = None
-    try:
-        db = Database.open(settings)
-        mode = settings.data_dir.stat().st_mode & 0o777
-        database = {"status": "ok", "schema_version": db.schema_version()}
-        database["data_dir_mode"] = oct(mode)
-    except Exception as exc:  # what is wrong is the answer
-        database = {"status": "down", "error": f"{type(exc).__name__}: {exc}"}
-    if (served or {}).get("database", {}).get("status", "ok") != "ok":  # full, say
-        database = _one(database, served, "database")
-    if dropped := (served or {}).get("database", {}).get("dropped_writes"):
-        database["dropped_writes"] = dropped  # by the server's reads, for lack of space
-    report.line("database", database)
-    report.line("service", service)
-    report.line("graph", _one(_graph_here(settings, db) if served is None else {}, served, "graph"))
+    with contextlib.ExitStack() as held:
+        opened: Service | None = None
+        try:
+            opened = held.enter_context(Service.open(settings))
+            mode = settings.data_dir.stat().st_mode & 0o777
+            database = {"status": "ok", "schema_version": opened.statuses.schema_version()}
+            database["data_dir_mode"] = oct(mode)
+        except Exception as exc:  # what is wrong is the answer
+            database = {"status": "down", "error": f"{type(exc).__name__}: {exc}"}
+        # What needs no database is checked all the same when it does not open.
+        statuses = opened.statuses if opened is not None else Statuses(settings)
+        if (served or {}).get("database", {}).get("status", "ok") != "ok":  # full, say
+            database = _one(database, served, "database")
+        if dropped := (served or {}).get("database", {}).get("dropped_writes"):
+            database["dropped_writes"] = dropped  # by the server's reads, for lack of space
+        report.line("database", database)
+        report.line("service", service)
+        graph = statuses.graph("pps doctor") if served is None else {}
+        report.line("graph", _one(graph, served, "graph"))
 
-    from engine.llm import endpoint  # the SDKs are not needed to ask the endpoint
+        here = statuses.llm_probe()  # the SDKs are not needed to ask the endpoint
+        report.line("llm", _llm(here, statuses.llm(), served) | statuses.llm_structured_output())
 
-    here = endpoint.probe(settings)
-    report.line(
-        "llm",
-        _llm(here, endpoint.describe(settings), served) | endpoint.structured_output(settings),
-    )
-
-    # The models: the server's, as it reports them; loaded here only when none runs.
-    report.line("embeddings", _one(_embeddings_here(settings, served), served, "embeddings"))
-    report.line("reranker", _one(_reranker_here(settings, served), served, "reranker"))
-    for name, state in (served or {}).items():  # what only the server knows
-        if name not in _CHECKED_HERE:
-            report.line(name, _workers(state) if name == "workers" else state)
-    report.line("summaries", _one(_summaries_here(settings, db, served), served, "summaries"))
-    report.line("backup", _backup(db, served))
-    for check in _installed_hooks():
-        report.line("hooks", check)
+        # The models: the server's, as it reports them; loaded here only when none runs.
+        report.line("embeddings", _one(_embeddings_here(statuses, served), served, "embeddings"))
+        report.line("reranker", _one(_reranker_here(statuses, served), served, "reranker"))
+        for name, state in (served or {}).items():  # what only the server knows
+            if name not in _CHECKED_HERE:
+                report.line(name, _workers(state) if name == "workers" else state)
+        report.line("summaries", _one(_summaries_here(opened, served), served, "summaries"))
+        report.line("backup", _backup(opened, served))
+        for check in _installed_hooks():
+            report.line("hooks", check)
     if report.bad:
         raise typer.Exit(1)
 
@@ -128,57 +134,18 @@ def _service(settings) -> tuple[dict, dict | None]:
     return {"status": "not running", "note": note}, None
 
 
-def _embeddings_here(settings, served: dict | None) -> dict:
-    if served is not None:
+def _embeddings_here(statuses: Statuses, served: dict | None) -> dict:
+    return {} if served is not None else statuses.embeddings(load=True)
+
+
+def _reranker_here(statuses: Statuses, served: dict | None) -> dict:
+    return {} if served is not None else statuses.reranker(load=True)
+
+
+def _summaries_here(opened: Service | None, served: dict | None) -> dict:
+    if served is not None or opened is None:
         return {}
-    from engine.search import embeddings
-
-    with contextlib.suppress(embeddings.Unavailable):  # status() says why
-        embeddings.get(settings)
-    return embeddings.status(settings)
-
-
-def _reranker_here(settings, served: dict | None) -> dict:
-    if served is not None:
-        return {}
-    from engine.search import embeddings, rerank
-
-    if settings.search_rerank:
-        with contextlib.suppress(embeddings.Unavailable):  # status() says why
-            rerank.get()
-    return rerank.status(settings)
-
-
-def _summaries_here(settings, db: Database | None, served: dict | None) -> dict:
-    if served is not None or db is None:
-        return {}
-    from engine.crystal import summarize
-
-    return summarize.status(db, settings)
-
-
-def _graph_here(settings, db: Database | None) -> dict:
-    """Start the graph as a server would, ask its status, stop it."""
-    from engine.graph import backend
-
-    if settings.graph_backend == "none":
-        return backend.graph_health(None)
-    if db is None:
-        return {"status": "down", "error": "the database does not open"}
-    try:
-        lock = DataDirLock.acquire(settings.data_dir, "pps doctor")
-    except DataDirBusy as busy:
-        return {"status": "not checked", "reason": str(busy)}
-    graph = None
-    try:
-        graph = backend.Graph(settings, db).start(sweep=False)
-        return graph.status()
-    except Exception as exc:  # what is wrong is the answer
-        return {"status": "down", "error": f"{type(exc).__name__}: {exc}"}
-    finally:
-        if graph is not None:
-            graph.stop()
-        lock.release()
+    return opened.statuses.summaries()
 
 
 def _one(here: dict, served: dict | None, name: str) -> dict:
@@ -200,14 +167,12 @@ def _one(here: dict, served: dict | None, name: str) -> dict:
     return verdict
 
 
-def _backup(db: Database | None, served: dict | None) -> dict:
+def _backup(opened: Service | None, served: dict | None) -> dict:
     """The last backup: when, how long ago, which archive (its name), or `none`."""
-    from engine.backup import records
-
-    if db is None:
+    if opened is None:
         return (served or {}).get("backup") or {"status": "none", "why": "no database"}
-    latest = records.last(db)
-    line = records.status(db)
+    latest = opened.backups.last()
+    line = opened.backups.status()
     if latest is not None:
         line["age"] = _age(line.pop("age_s"))
         line["archive"] = latest.archive

@@ -18,56 +18,53 @@ app = typer.Typer(help="Create entities and manage their tokens.", no_args_is_he
 @app.command("create")
 def entity_create(name: str, data_dir: DataDir = None, token_file: TokenFile = None) -> None:
     """Create an entity; print its token (the only line on stdout). Keep it secret."""
-    from engine.capture import entities
-
-    _issue_token(entities.create, name, data_dir, token_file)
+    _issue_token(name, data_dir, token_file, create=True)
 
 
 @app.command("rotate")
 def entity_rotate(name: str, data_dir: DataDir = None, token_file: TokenFile = None) -> None:
     """Give an entity a new token; the old one stops working at once."""
-    from engine.capture import entities
-
-    _issue_token(entities.rotate, name, data_dir, token_file)
+    _issue_token(name, data_dir, token_file, create=False)
 
 
 @app.command("list")
 def entity_list(data_dir: DataDir = None) -> None:
     """List entities (names and dates; tokens are never shown again)."""
-    from engine.capture import entities
-    from engine.store.db import Database
+    from engine.api import Service
 
-    db = Database.open(settings_for(data_dir=data_dir))
-    for entity in entities.list_all(db):
-        rotated = f"  rotated {entity.rotated_at}" if entity.rotated_at else ""
-        typer.echo(f"{entity.name}  created {entity.created_at}{rotated}")
+    with Service.open(settings_for(data_dir=data_dir)) as service:
+        for entity in service.entities.list():
+            rotated = f"  rotated {entity.rotated_at}" if entity.rotated_at else ""
+            typer.echo(f"{entity.name}  created {entity.created_at}{rotated}")
 
 
-def _issue_token(service, name: str, data_dir: Path | None, token_file: Path | None) -> None:
-    """Issue a token and deliver it (the file, then stdout), or change nothing.
+def _issue_token(
+    name: str, data_dir: Path | None, token_file: Path | None, *, create: bool
+) -> None:
+    """Issue a token (a new entity's with `create`, else a new one for the entity) and
+    deliver it (the file, then stdout), or change nothing.
 
     The file is opened before the token exists: a folder that cannot be made or a file
     that cannot be written fails with nothing created. Should writing it still fail, a
     new entity is removed again; a rotated token is printed all the same, since the old
     one no longer works."""
-    from engine.capture import entities
-    from engine.store.db import Database
+    from engine.api import Service
 
-    db = Database.open(settings_for(data_dir=data_dir))
-    with engine_errors():
-        entities.check_name(name)
-
-    def issue() -> str:
+    with Service.open(settings_for(data_dir=data_dir)) as service:
+        entities = service.entities
         with engine_errors():
-            return service(db, name)
+            entities.check_name(name)
 
-    created = service is entities.create
-    undo = (
-        (lambda: entities.forget_undelivered(db, name), f"{name!r} was not created")
-        if created
-        else None
-    )
-    deliver_token(issue, token_file, undo)
+        def issue() -> str:
+            with engine_errors():
+                return entities.create(name) if create else entities.rotate(name)
+
+        undo = (
+            (lambda: entities.forget_undelivered(name), f"{name!r} was not created")
+            if create
+            else None
+        )
+        deliver_token(issue, token_file, undo)
 
 
 def deliver_token(issue, token_file: Path | None, undo=None) -> None:

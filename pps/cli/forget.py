@@ -9,14 +9,12 @@ how the graph is reached)."""
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
 from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 
-from engine.store.db import Database
-from pps.cli.options import DataDir, engine_errors, entity_names, fail, graph_here, settings_for
+from pps.cli.options import DataDir, engine_errors, entity_names, fail, settings_for
 
 
 def forget(
@@ -36,19 +34,19 @@ def forget(
 ) -> None:
     """Forget one memory from every layer, for good: give one of --event, --word-photo and
     --fact. The raw log keeps a tombstone (who, when, why), never the text."""
-    from engine import forgetting
-    from engine.search.index import Index
+    from engine.api import Service
+    from engine.forgetting import ForgetRequest
 
     try:
-        ask = forgetting.ForgetRequest(event_uid=event, word_photo=word_photo, fact=fact, why=why)
+        ask = ForgetRequest(event_uid=event, word_photo=word_photo, fact=fact, why=why)
     except ValidationError as exc:
         fail("; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors()))
     settings = settings_for(data_dir=data_dir)
-    db = Database.open(settings)
-    entity_names(db, entity)
-    reach = graph_here(settings, db, "pps forget") if fact else nullcontext(None)
-    with reach as graph, engine_errors():
-        receipt = forgetting.forget(Index(settings, db), graph, entity, ask, "cli")
+    # A fact is forgotten in the graph here and now: only then is the graph reached.
+    with Service.open(settings, graph="pps forget" if fact else None) as service:
+        entity_names(service, entity)
+        with engine_errors():
+            receipt = service.memory(entity).forget(ask, "cli")
     if as_json:
         typer.echo(json.dumps(receipt.model_dump(), indent=2))
         return

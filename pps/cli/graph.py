@@ -12,7 +12,14 @@ from typing import Annotated
 
 import typer
 
-from pps.cli.options import DataDir, EntityOpt, engine_errors, fail, graph_entities, graph_here
+from pps.cli.options import (
+    DataDir,
+    EntityOpt,
+    chosen_entities,
+    engine_errors,
+    fail,
+    graph_settings,
+)
 
 app = typer.Typer(help="Upkeep of the knowledge graph (layer 3).", no_args_is_help=True)
 
@@ -23,14 +30,13 @@ AsJson = Annotated[bool, typer.Option("--json", help="The report as JSON.")]
 def duplicates(entity: EntityOpt = None, as_json: AsJson = False, data_dir: DataDir = None) -> None:
     """Entity nodes that are the same thing, per entity: the node kept, those that would
     be merged into it, their uuids and facts. Changes nothing."""
-    from engine.graph import curator
+    from engine.api import Service
 
-    settings, db, names = graph_entities(entity, data_dir, "curate")
     found = {}
-    with graph_here(settings, db, "pps graph") as graph:
-        for name in names:
+    with Service.open(graph_settings(data_dir, "curate"), graph="pps graph") as service:
+        for name in chosen_entities(service, entity):
             with engine_errors():
-                found[name] = curator.duplicates(graph, settings, name)
+                found[name] = service.memory(name).graph.duplicates()
     if as_json:
         typer.echo(_json(found))
         return
@@ -55,15 +61,14 @@ def merge(
     """Merge each group of duplicates into the node with the most facts (then the
     oldest): every fact re-pointed with its provenance, nothing lost. Asks first, unless
     --yes; --dry-run only shows what would change."""
-    from engine.graph import curator, episodes
-    from engine.store import queue
+    from engine.api import Service
 
-    settings, db, names = graph_entities(entity, data_dir, "curate")
     done = {}
-    with graph_here(settings, db, "pps graph") as graph:
-        for name in names:
+    with Service.open(graph_settings(data_dir, "curate"), graph="pps graph") as service:
+        for name in chosen_entities(service, entity):
+            graph = service.memory(name).graph
             with engine_errors():
-                plan = curator.merge_duplicates(graph, settings, name, dry_run=True)
+                plan = graph.merge_duplicates(dry_run=True)
                 if dry_run or not plan.groups:
                     done[name] = plan
                     continue
@@ -71,16 +76,14 @@ def merge(
                     typer.echo(f"{name}: {plan.nodes_merged} nodes would be merged:")
                     _show(plan.groups)
                     typer.confirm(f"merge them in the graph of {name}?", abort=True)
-                busy = queue.counts(db.conn, episodes.JOB_KIND, name, states=("running",))[
-                    "running"
-                ]
+                busy = service.extracting(name)
                 if busy:
                     fail(
                         f"{name}: {busy} episodes are being extracted into the graph now;"
                         " retry when they are done, or merge through the server"
                         " (POST /v1/texture/duplicates/merge), which waits for them"
                     )
-                done[name] = curator.merge_duplicates(graph, settings, name, dry_run=False)
+                done[name] = graph.merge_duplicates(dry_run=False)
     if as_json:
         typer.echo(_json(done))
         return

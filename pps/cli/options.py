@@ -7,12 +7,15 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from engine.kernel.config import Settings, default_folder
 from engine.kernel.errors import EngineError
+
+if TYPE_CHECKING:  # the engine loads when a command opens the data dir, not before
+    from engine.api import Service
 
 
 def _data_dir_help() -> str:
@@ -72,82 +75,23 @@ def engine_errors() -> Iterator[None]:
         fail(str(exc))
 
 
-def graph_entities(entity: str | None, data_dir, doing: str) -> tuple:
-    """(settings, the open database, the entity names) for a command over the graph: the
-    one entity named (which must exist), or every entity. Fails without a graph."""
-    from engine.store.db import Database
-
+def graph_settings(data_dir: Path | None, doing: str) -> Settings:
+    """Settings for a command over the graph; fails without a graph."""
     settings = settings_for(data_dir=data_dir)
     if settings.graph_backend == "none":
         fail(f"GRAPH_BACKEND=none: there is no graph to {doing}")
-    db = Database.open(settings)
-    known = entity_names(db, entity)
-    return settings, db, [entity] if entity else known
+    return settings
 
 
-def entity_names(db, entity: str | None) -> list[str]:
+def entity_names(service: Service, entity: str | None) -> list[str]:
     """Every entity's name; fails when `entity` is given and is not one of them."""
-    from engine.capture import entities
-
-    known = [e.name for e in entities.list_all(db)]
+    known = service.entities.names()
     if entity is not None and entity not in known:
         fail(f"no entity named {entity!r}")
     return known
 
 
-def _reached(store, why: str | None = None):
-    """A graph reached through its store alone, as the engine's graph services take it
-    (it says it is unreachable when a call fails, and nothing more)."""
-    import types
-
-    return types.SimpleNamespace(
-        store=store, why=why, unreachable=None, index_error=None, read_failed=lambda: None
-    )
-
-
-@contextmanager
-def graph_here(settings, db, command: str) -> Iterator[object | None]:
-    """The graph as a command reaches it (something with `.store`), or None when none is
-    configured: an external one (GRAPH_URL, Neo4j) directly; the embedded FalkorDB
-    through the running server's socket, or started here under the data dir's lock when
-    no server runs (held in `command`'s name). A graph that cannot be reached is a store
-    whose reads fail (`pps check` reports it unavailable), or None as its store, with
-    `why`."""
-    if settings.graph_backend == "none":
-        yield None
-        return
-    from engine.graph.store import GraphStore
-    from engine.kernel.lock import DataDirBusy, DataDirLock
-
-    embedded = settings.graph_backend == "falkordb" and not settings.graph_url
-    if not embedded:
-        store = GraphStore(settings).start()
-        try:
-            yield _reached(store)
-        finally:
-            store.stop()
-        return
-    try:
-        lock = DataDirLock.acquire(settings.data_dir, command)
-    except DataDirBusy:  # a server runs: its FalkorDB answers on the data dir's socket
-        socket = settings.data_dir / "graph" / "falkordb.sock"
-        if not socket.exists():
-            why = "the server's FalkorDB listens on a port only it knows; GET /v1/check asks it"
-            yield _reached(None, why)
-            return
-        store = GraphStore(settings, falkordb={"unix_socket_path": str(socket)}).start()
-        try:
-            yield _reached(store)
-        finally:
-            store.stop()
-        return
-    from engine.graph.backend import Graph
-
-    graph = None
-    try:
-        graph = Graph(settings, db).start(sweep=False)
-        yield graph
-    finally:
-        if graph is not None:
-            graph.stop()
-        lock.release()
+def chosen_entities(service: Service, entity: str | None) -> list[str]:
+    """The one entity named (which must exist), or every entity."""
+    known = entity_names(service, entity)
+    return [entity] if entity else known

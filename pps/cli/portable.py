@@ -40,12 +40,13 @@ def export(
     summaries.jsonl, inventory.jsonl, its home's files under home/, and export.json.
     Unchanged data exports to the same bytes; over an earlier export of the same entity,
     only what changed changes."""
-    from engine.backup import exporting
-    from engine.backup.portable import ExportError
+    from engine.api.admin import Backups, ExportError
 
     settings = settings_for(data_dir=data_dir)
     try:
-        done = exporting.export(settings, entity, out, version=_version())
+        # From the settings: the export opens the data dir itself, and one that holds no
+        # database is refused, not made.
+        done = Backups(settings).export(entity, out, version=_version())
     except ExportError as exc:
         fail(str(exc))
     counts = done.manifest["counts"]
@@ -76,34 +77,31 @@ def import_export(
     there is refused), then the search index. A new entity is created and its token is
     the only line on stdout; the report goes to stderr. Everything is checked first: a bad
     line or a conflicting file is refused with nothing written."""
-    from engine.backup import importing
-    from engine.backup.portable import ExportError
-    from engine.capture import entities
-    from engine.store.db import Database
+    from engine.api import Service
+    from engine.api.admin import Backups, ExportError
     from pps.cli.entity import deliver_token
 
     os.umask(0o077)
     settings = settings_for(data_dir=data_dir)
+    backups = Backups(settings)  # the export is checked before the data dir is opened
     try:
-        plan = importing.check(settings, folder, entity)
+        plan = backups.plan_import(folder, entity)
     except ExportError as exc:
         fail(str(exc))
     if not plan.exists:
-        db = Database.open(settings)
-        try:
+        with Service.open(settings) as service:
             typer.echo(f"created entity {plan.entity!r}; its token (shown once):", err=True)
+            entities = service.entities
             deliver_token(
-                lambda: entities.create(db, plan.entity),
+                lambda: entities.create(plan.entity),
                 token_file,
                 (
-                    lambda: entities.forget_undelivered(db, plan.entity),
+                    lambda: entities.forget_undelivered(plan.entity),
                     f"{plan.entity!r} was not created",
                 ),
             )
-        finally:
-            db.close()
     try:
-        done = importing.apply(settings, plan)
+        done = backups.apply_import(plan)
     except ExportError as exc:
         fail(str(exc))
 

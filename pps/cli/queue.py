@@ -6,9 +6,6 @@ from typing import Annotated
 
 import typer
 
-from engine import backlogs
-from engine.store import queue
-from engine.store.db import Database
 from pps.cli.options import DataDir, EntityOpt, entity_names, settings_for
 
 app = typer.Typer(
@@ -23,10 +20,11 @@ def queue_show(ctx: typer.Context, entity: EntityOpt = None, data_dir: DataDir =
     made (vectors after a model change) and dead jobs."""
     if ctx.invoked_subcommand is not None:
         return
-    settings = settings_for(data_dir=data_dir)
-    db = Database.open(settings)
-    entity_names(db, entity)
-    state = backlogs.queue_status(db, settings, entity)
+    from engine.api import Service
+
+    with Service.open(settings_for(data_dir=data_dir)) as service:
+        entity_names(service, entity)
+        state = service.queue(entity)
     typer.echo("jobs  " + "  ".join(f"{name} {n}" for name, n in state.counts.items()))
     age = state.oldest_pending_age_s
     typer.echo(f"oldest unfinished job: {'none' if age is None else f'{age:.1f} s old'}")
@@ -48,7 +46,9 @@ def queue_retry(
     data_dir: DataDir = None,
 ) -> None:
     """Put retrying and waiting jobs (and dead ones, with --dead) back to pending now."""
-    db = Database.open(settings_for(data_dir=data_dir))
-    entity_names(db, entity)
-    n = queue.retry(db, entity, dead=dead)
+    from engine.api import Service
+
+    with Service.open(settings_for(data_dir=data_dir)) as service:
+        entity_names(service, entity)
+        n = service.retry(entity, dead=dead)
     typer.echo(f"{n} jobs put back")

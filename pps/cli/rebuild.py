@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from engine.store.db import Database
 from pps.cli.options import (
     DataDir,
     EntityOpt,
+    chosen_entities,
     engine_errors,
     fail,
-    graph_entities,
+    graph_settings,
     settings_for,
 )
 
@@ -31,19 +31,18 @@ def replay_graph(
     """Rebuild the graph from the event log (layer 1); resumable, with a progress bar."""
     from rich.progress import Progress
 
-    from engine.graph import texture
+    from engine.api import Service
 
-    settings, db, names = graph_entities(entity, data_dir, "replay into")
-    with Progress(transient=False) as bar:
-        task = bar.add_task("replaying episodes into the graph", total=None)
-        with engine_errors():
-            outcome = texture.rebuild(
-                settings,
-                db,
-                names,
-                fresh=fresh,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-            )
+    with Service.open(graph_settings(data_dir, "replay into")) as service:
+        names = chosen_entities(service, entity)
+        with Progress(transient=False) as bar:
+            task = bar.add_task("replaying episodes into the graph", total=None)
+            with engine_errors():
+                outcome = service.replay_graph(
+                    names,
+                    fresh=fresh,
+                    progress=lambda done, total: bar.update(task, completed=done, total=total),
+                )
     where = "here" if outcome.ran_here else "by the running server"
     typer.echo(f"{outcome.done} of {outcome.total} episodes replayed {where}, {outcome.dead} dead")
     if outcome.waiting:
@@ -63,35 +62,33 @@ def reindex(
     Vectors of another model are replaced; safe while the server runs."""
     from rich.progress import Progress
 
-    from engine.search import embeddings, watch
-    from engine.search.index import Index
+    from engine.api import Service
+    from engine.api.admin import ModelUnavailable
 
-    settings = settings_for(data_dir=data_dir)
-    db = Database.open(settings)
-    index = Index(settings, db)
-    known = index.entities()  # entities and shared stores (`shared:<store>`)
-    if entity is not None and entity not in known:
-        fail(f"no entity named {entity!r}")
     unavailable = None
-    with Progress(transient=False) as bar:
-        for name in [entity] if entity else known:
-            task = bar.add_task(f"{name}: files", total=None)
+    with Service.open(settings_for(data_dir=data_dir)) as service:
+        known = service.entities.index_keys()  # entities and shared stores (`shared:<store>`)
+        if entity is not None and entity not in known:
+            fail(f"no entity named {entity!r}")
+        with Progress(transient=False) as bar:
+            for name in [entity] if entity else known:
+                task = bar.add_task(f"{name}: files", total=None)
 
-            def show(stage: str, done: int, total: int, task=task, name=name) -> None:
-                bar.update(task, description=f"{name}: {stage}", completed=done, total=total)
+                def show(stage: str, done: int, total: int, task=task, name=name) -> None:
+                    bar.update(task, description=f"{name}: {stage}", completed=done, total=total)
 
-            try:
-                report = watch.sync(index, name, rebuild=True, re_embed=re_embed, progress=show)
-            except embeddings.Unavailable as exc:
-                unavailable = str(exc)
-                continue
-            bar.console.print(
-                f"{name}: {report.added + report.updated + report.unchanged} files indexed,"
-                f" {report.removed} removed, {report.embedded} chunks embedded"
-            )
-            for error in report.errors:
-                bar.console.print(f"{name}: could not read {error}")
-            for skipped in report.skipped:
-                bar.console.print(f"{name}: skipped {skipped.path}: {skipped.problem}")
+                try:
+                    report = service.reindex(name, re_embed=re_embed, progress=show)
+                except ModelUnavailable as exc:
+                    unavailable = str(exc)
+                    continue
+                bar.console.print(
+                    f"{name}: {report.added + report.updated + report.unchanged} files indexed,"
+                    f" {report.removed} removed, {report.embedded} chunks embedded"
+                )
+                for error in report.errors:
+                    bar.console.print(f"{name}: could not read {error}")
+                for skipped in report.skipped:
+                    bar.console.print(f"{name}: skipped {skipped.path}: {skipped.problem}")
     if unavailable:
         fail(f"files and words are indexed, but not by meaning: {unavailable}")

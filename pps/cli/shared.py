@@ -5,23 +5,32 @@ operator (whoever runs this command on the data dir) makes stores and members; t
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from engine.contracts import stores
-from engine.store.db import Database
 from pps.cli.options import DataDir, engine_errors, settings_for
+
+if TYPE_CHECKING:
+    from engine.api.admin import Stores
+    from engine.contracts.stores import Store
 
 app = typer.Typer(help="Shared stores: one memory for several entities.", no_args_is_help=True)
 
 
-def _db(data_dir: Path | None) -> Database:
-    return Database.open(settings_for(data_dir=data_dir))
+@contextmanager
+def _stores(data_dir: Path | None) -> Iterator[Stores]:
+    """The data dir's shared stores, as the operator keeps them."""
+    from engine.api import Service
+
+    with Service.open(settings_for(data_dir=data_dir)) as service:
+        yield service.stores
 
 
-def _show(store: stores.Store) -> str:
+def _show(store: Store) -> str:
     edit = "  members-edit" if store.members_edit else ""
     members = ", ".join(store.members) or "no members"
     return f"{store.name}  {store.memories} memories  members: {members}{edit}"
@@ -37,29 +46,30 @@ def create(
     data_dir: DataDir = None,
 ) -> None:
     """Create a shared store (empty, no members)."""
-    with engine_errors():
-        typer.echo(_show(stores.create(_db(data_dir), store, members_edit)))
+    with engine_errors(), _stores(data_dir) as stores:
+        typer.echo(_show(stores.create(store, members_edit)))
 
 
 @app.command("add")
 def add(store: str, entity: str, data_dir: DataDir = None) -> None:
     """Make an entity a member of a store."""
-    with engine_errors():
-        typer.echo(_show(stores.add_member(_db(data_dir), store, entity)))
+    with engine_errors(), _stores(data_dir) as stores:
+        typer.echo(_show(stores.add_member(store, entity)))
 
 
 @app.command("remove")
 def remove(store: str, entity: str, data_dir: DataDir = None) -> None:
     """Take a member out of a store; its access ends at once (what it wrote stays)."""
-    with engine_errors():
-        typer.echo(_show(stores.remove_member(_db(data_dir), store, entity)))
+    with engine_errors(), _stores(data_dir) as stores:
+        typer.echo(_show(stores.remove_member(store, entity)))
 
 
 @app.command("list")
 def list_stores(data_dir: DataDir = None) -> None:
     """List the shared stores with their members."""
-    for store in stores.list_all(_db(data_dir)):
-        typer.echo(_show(store))
+    with _stores(data_dir) as stores:
+        for store in stores.list():
+            typer.echo(_show(store))
 
 
 @app.command("delete")
@@ -69,12 +79,8 @@ def delete(
     data_dir: DataDir = None,
 ) -> None:
     """Delete a store with its files, index rows and memberships (a dry run without --yes)."""
-    from engine.search.index import Index
-
-    settings = settings_for(data_dir=data_dir)
-    db = Database.open(settings)
-    with engine_errors():
-        gone = stores.delete(Index(settings, db), store, dry_run=not yes)
+    with _stores(data_dir) as stores, engine_errors():
+        gone = stores.delete(store, dry_run=not yes)
     members = ", ".join(gone.members) or "none"
     verb = "deleted" if yes else "would delete"
     typer.echo(
@@ -93,12 +99,6 @@ def index_folder(
 ) -> None:
     """Index each markdown file of DIR into a store as one memory written by the operator;
     re-runnable (unchanged files skipped, changed rewritten, gone removed)."""
-    from engine.contracts import shared_memory
-    from engine.search.index import Index
-
-    settings = settings_for(data_dir=data_dir)
-    db = Database.open(settings)
-    with engine_errors():
-        access = stores.as_operator(db, store)
-        report = shared_memory.index_folder(Index(settings, db), access, folder, agent)
+    with _stores(data_dir) as stores, engine_errors():
+        report = stores.open(store).index_folder(folder, agent)
     typer.echo(json.dumps(report.model_dump()))
