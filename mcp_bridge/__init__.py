@@ -1,7 +1,8 @@
 """MCP servers, one module per profile (pps, wordwalker, openclaw, shared-memory).
 
-Each tool is a thin adapter over an engine service: parse the arguments, call the
-service with the caller's entity, shape the answer. No memory logic lives here.
+Each tool is a thin adapter over the front door (engine.api): its arguments are the
+fields of a request model, the one REST takes (caller.py), it calls the caller's memory
+with it, and shapes the answer. No memory logic lives here.
 """
 
 PATHS = {

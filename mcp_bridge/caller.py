@@ -4,21 +4,29 @@ and how engine errors reach the agent.
 Every MCP request passes through `BearerEntity` (mount.py), which puts the token's
 entity on the request. A tool asks `caller(ctx)` for it; there is no parameter through
 which a tool could name another entity.
+
+A tool whose arguments are a request model takes that model, and its arguments are
+the model's fields, written once: what REST takes in a body or a query, MCP takes as
+arguments, with the same types, defaults, bounds and descriptions (`Profile.tool`).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+import re
+import typing
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
-from typing import Any
+from types import NoneType, UnionType
+from typing import Annotated, Any, Union
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from engine.api import Memory, Service
@@ -58,9 +66,28 @@ class Profile:
     instructions: str
     tools: list[tuple[Callable, ToolAnnotations]] = field(default_factory=list)
 
-    def tool(self, annotations: ToolAnnotations) -> Callable[[Callable], Callable]:
+    def tool(
+        self,
+        annotations: ToolAnnotations,
+        *,
+        only: Collection[str] | None = None,
+        leave: Collection[str] = (),
+        renamed: Mapping[str, str] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> Callable[[Callable], Callable]:
+        """Register a tool. A parameter typed with a request model (a pydantic model)
+        stands for the model's fields: the tool is served with one argument per field,
+        of the field's type, default, bounds and description, and the function gets the
+        model, validated. Where a seed's tool differs from the model: `only` (the
+        fields it takes) or `leave` (those it does not; they keep the model's default),
+        `renamed` (field -> the seed's argument name) and `defaults` (field -> the
+        seed's default; for a field the tool does not take, the value it sends; None
+        for a field that takes no None means the argument may be null, for the model's
+        own default). Other parameters (the context, a name, a store) are the tool's."""
+
         def register(fn: Callable) -> Callable:
-            self.tools.append((fn, annotations))
+            served = _taking_models(fn, only, leave, renamed or {}, defaults or {})
+            self.tools.append((served, annotations))
             return fn
 
         return register
@@ -70,6 +97,149 @@ class Profile:
         for fn, marks in self.tools:
             server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=marks)
         return server
+
+
+def _taking_models(
+    fn: Callable,
+    only: Collection[str] | None,
+    leave: Collection[str],
+    renamed: Mapping[str, str],
+    defaults: Mapping[str, Any],
+) -> Callable:
+    """`fn` as the SDK serves it: each parameter typed with a request model replaced by
+    the model's fields (`Profile.tool`); `fn` itself when none is."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    own = list(inspect.signature(fn).parameters.values())
+    models = {
+        p.name: _Arguments(hints[p.name], only, leave, renamed, defaults)
+        for p in own
+        if _is_request(hints.get(p.name))
+    }
+    if not models:
+        assert only is None and not (leave or renamed or defaults), fn.__name__
+        return fn
+    parameters = []
+    for p in own:
+        if p.name in models:
+            parameters += models[p.name].parameters()
+        else:
+            parameters.append(
+                p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints[p.name])
+            )
+    names = [p.name for p in parameters]
+    assert len(names) == len(set(names)), f"{fn.__name__}: an argument named twice"
+
+    def served(**given: Any) -> Any:
+        for name, arguments in models.items():
+            given[name] = arguments.request({a: given.pop(a) for a in arguments.published})
+        return fn(**given)
+
+    served.__name__, served.__qualname__ = fn.__name__, fn.__qualname__
+    served.__module__, served.__doc__ = fn.__module__, fn.__doc__
+    # The SDK reads the arguments from the signature and finds the context by its type.
+    signature = inspect.Signature(parameters, return_annotation=hints.get("return", Any))
+    served.__signature__ = signature  # type: ignore[attr-defined]
+    served.__annotations__ = {p.name: p.annotation for p in parameters}
+    served.__annotations__["return"] = signature.return_annotation
+    return served
+
+
+def _is_request(kind: Any) -> bool:
+    """Whether a parameter's type is a request model (the SDK's context is a model too)."""
+    return isinstance(kind, type) and issubclass(kind, BaseModel) and not issubclass(kind, Context)
+
+
+class _Arguments:
+    """A request model's fields as a tool's arguments, and the model built from them."""
+
+    def __init__(
+        self,
+        model: type[BaseModel],
+        only: Collection[str] | None,
+        leave: Collection[str],
+        renamed: Mapping[str, str],
+        defaults: Mapping[str, Any],
+    ):
+        fields = model.model_fields
+        unknown = {*(only or ()), *leave, *renamed, *defaults} - set(fields)
+        assert not unknown, f"{model.__name__} has no {', '.join(sorted(unknown))}"
+        taken = [f for f in fields if (only is None or f in only) and f not in leave]
+        self.model, self.defaults = model, defaults
+        # Each argument's name, and the field it gives.
+        self.published = {renamed.get(f, f): f for f in taken}
+        # What the tool sends for a field it does not take.
+        self.sent = {f: value for f, value in defaults.items() if f not in taken}
+        # The fields whose argument may be null, for the model's own default.
+        self.null_is_default = {
+            f for f in taken if f in defaults and defaults[f] is None and not _takes_none(fields[f])
+        }
+
+    def parameters(self) -> list[inspect.Parameter]:
+        return [
+            self._parameter(name, f, self.model.model_fields[f])
+            for name, f in self.published.items()
+        ]
+
+    def _parameter(self, name: str, f: str, info: FieldInfo) -> inspect.Parameter:
+        kind: Any = info.annotation
+        if info.metadata:  # the bounds, patterns and validators of the field
+            kind = Annotated[(kind, *info.metadata)]
+        if f in self.null_is_default:
+            kind = kind | None
+        about: dict[str, Any] = {
+            key: value
+            for key, value in (
+                ("title", info.title),
+                ("description", info.description),
+                ("examples", info.examples),
+                ("json_schema_extra", info.json_schema_extra),
+            )
+            if value is not None
+        }
+        default: Any = inspect.Parameter.empty
+        if f in self.defaults:
+            default = self.defaults[f]
+        elif info.default_factory is not None:
+            about["default_factory"] = info.default_factory
+        elif not info.is_required():
+            default = info.default
+        kind = Annotated[kind, Field(**about)]
+        return inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind
+        )
+
+    def request(self, given: dict[str, Any]) -> BaseModel:
+        """The model, from the arguments the SDK has checked against the parameters; a
+        problem only the model sees (its validators) is named by the argument's name."""
+        values = dict(self.sent)
+        for name, f in self.published.items():
+            if not (given[name] is None and f in self.null_is_default):
+                values[f] = given[name]
+        with tool_errors():
+            try:
+                return self.model.model_validate(values)
+            except ValidationError as exc:
+                back = {f: name for name, f in self.published.items() if name != f}
+                raise InputError(
+                    [
+                        FieldProblem(_rename(p.field, back), p.problem)
+                        for p in argument_problems(exc).problems
+                    ]
+                ) from None
+
+
+def _takes_none(info: FieldInfo) -> bool:
+    kind = info.annotation
+    union = typing.get_origin(kind) in (Union, UnionType)
+    return kind is None or (union and NoneType in typing.get_args(kind))
+
+
+def _rename(path: str, back: Mapping[str, str]) -> str:
+    """`limit` -> `maxResults`, `tags[0]` -> `labels[0]`: a field's path in the model as
+    the argument's path."""
+    head = re.match(r"[^.\[]*", path)
+    assert head is not None
+    return back.get(head.group(), head.group()) + path[head.end() :]
 
 
 class _Server(MCPServer):

@@ -24,25 +24,19 @@ decisions, preferences, dates, people or todos, call memory_search; pull more co
 memory_get. If you searched and found nothing, say so."""
 
 KINDS = ("memory", "turn")
-MAX_RESULTS = 100
 
 
 profile = Profile("openclaw", INSTRUCTIONS)
 build = profile.build
 
 
-@profile.tool(annotations=READ)
-def memory_search(
-    ctx: Context,
-    query: Annotated[str, Field(description="A question or topic, in natural language.")],
-    maxResults: Annotated[
-        int, Field(ge=1, le=MAX_RESULTS, description=f"How many results, 1-{MAX_RESULTS}.")
-    ] = 6,
-    minScore: Annotated[
-        float | None,
-        Field(ge=0, le=1, description="Leave out results scoring below this (0-1)."),
-    ] = None,
-) -> dict:
+@profile.tool(
+    annotations=READ,
+    only=("query", "limit", "min_score"),
+    renamed={"limit": "maxResults", "min_score": "minScore"},
+    defaults={"limit": 6, "min_score": None, "tiers": "shortform,longform"},
+)
+def memory_search(ctx: Context, request: SearchRequest) -> dict:
     """Semantic search over your memory files (MEMORY.md, memory/*.md) and your
     session transcripts. Use it before answering about prior conversations,
     decisions, preferences, dates, people, projects or todos. Returns results, best
@@ -53,12 +47,6 @@ def memory_search(
     back, rephrase."""
     me = caller(ctx)
     with tool_errors():
-        request = SearchRequest(
-            query=query,
-            tiers="shortform,longform",
-            limit=maxResults,
-            min_score=0.0 if minScore is None else minScore,
-        )
         found = me.memory.search(request, kinds=KINDS)
         turns = [r.event_uid for r in found.results if r.event_uid is not None]
         places = me.memory.transcript_places(turns)

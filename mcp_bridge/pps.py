@@ -1,12 +1,12 @@
 """The `/mcp` profile: the pps seed's `mcp__pps__*` tools, each a thin call into the engine.
 
-Names and parameters follow the seed (003). Descriptions are written for the agent
-that reads them: what the tool does, when to use it, what comes back.
+Names follow the seed (003); a tool's parameters are the fields of the request model its
+REST route takes, with the model's defaults, bounds and descriptions (caller.py). A
+tool's description is written for the agent that reads it: what the tool does, when to
+use it, what comes back.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from mcp.server.mcpserver import Context
 
@@ -24,6 +24,7 @@ from engine.forgetting import ForgetRequest
 from engine.graph.texture import ExploreQuery, NoteIn, TimelineQuery, TripletIn
 from engine.graph.texture import SearchQuery as TextureQuery
 from engine.inventory.items import ItemIn, ItemQuery, ItemRef, SpaceIn, SpaceUpdate
+from engine.kernel.events import EventIn
 from engine.recall.shapes import RecallRequest
 from engine.search.anchors import AnchorIn, AnchorSearch
 from mcp_bridge.caller import DELETE, READ, UPSERT, WRITE, Profile, caller, tool_errors
@@ -41,17 +42,8 @@ build = profile.build
 # --- all layers at once ---
 
 
-@tool(annotations=READ)
-def ambient_recall(
-    ctx: Context,
-    context: str,
-    limit_per_layer: int = 5,
-    channel: str | None = None,
-    max_tokens: int = 2000,
-    trace: bool = False,
-    session_id: str | None = None,
-    answering: list[str] | None = None,
-) -> dict:
+@tool(annotations=READ, leave=("max_chars",), defaults={"answering": None})
+def ambient_recall(ctx: Context, request: RecallRequest) -> dict:
     """Recall from every memory layer at once. On a cold start call it with
     context="startup": your newest crystals, recent summaries, recent word-photos,
     where you are, and the newest turns since the last summary. Otherwise pass the moment
@@ -65,115 +57,62 @@ def ambient_recall(
     status; trace=true shows why each item surfaced."""
     me = caller(ctx)
     with tool_errors():
-        request = RecallRequest(
-            context=context,
-            limit_per_layer=limit_per_layer,
-            channel=channel,
-            max_tokens=max_tokens,
-            trace=trace,
-            session_id=session_id,
-            answering=answering or [],
-        )
         return me.memory.recall(request).model_dump()
 
 
 # --- layer 1: raw capture ---
 
 
-@tool(annotations=UPSERT)
-def store_event(
-    ctx: Context,
-    content: str,
-    channel: str = "terminal",
-    event_type: str = "message",
-    author: str | None = None,
-    role: str | None = None,
-    metadata: dict[str, Any] | None = None,
-    session_id: str | None = None,
-    event_uid: str | None = None,
-    created_at: str | None = None,
-) -> dict:
+@tool(annotations=UPSERT, defaults={"channel": "terminal", "metadata": None})
+def store_event(ctx: Context, event: EventIn) -> dict:
     """Store one event (a message, an insight, a session marker) in raw capture, the
     permanent record every other layer is built from. Give event_uid to make retries
     safe: the same uid is stored once. Returns the event's id and whether it was new."""
     me = caller(ctx)
     with tool_errors():
-        event = {
-            "content": content,
-            "channel": channel,
-            "event_type": event_type,
-            "author": author,
-            "role": role,
-            "metadata": metadata or {},
-            "session_id": session_id,
-            "event_uid": event_uid,
-            "created_at": created_at,
-        }
-        events = me.memory.events.parse(event, max_batch=1)
+        # Parsed as REST parses a body, for what the model alone does not check (sizes).
+        events = me.memory.events.parse(event.model_dump(), max_batch=1)
         [stored] = me.memory.events.record(events)
     return stored.model_dump()
 
 
-@tool(annotations=READ)
-def raw_search(
-    ctx: Context,
-    query: str,
-    limit: int = 20,
-    channel: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
-) -> dict:
+@tool(annotations=READ, renamed={"q": "query"}, leave=("event_type", "session_id", "offset"))
+def raw_search(ctx: Context, ask: SearchQuery) -> dict:
     """Search the raw history (every captured turn) by words. Use it to find what was
     actually said, when. Returns matching events with a highlighted snippet and a
     score (0-1: how much of the query the event holds, rarer words weighing more),
     best first."""
     me = caller(ctx)
     with tool_errors():
-        query_ = SearchQuery(q=query, limit=limit, channel=channel, since=since, until=until)
-        hits = me.memory.events.search(query_)
+        hits = me.memory.events.search(ask)
     return {"results": [hit.model_dump() for hit in hits]}
 
 
-@tool(annotations=READ)
-def get_turns_around(
-    ctx: Context, timestamp: str, count: int = 20, channel: str | None = None
-) -> dict:
+@tool(annotations=READ, leave=("event_type", "session_id", "since", "until"))
+def get_turns_around(ctx: Context, ask: AroundQuery) -> dict:
     """The conversation around a moment: about half the turns before it, half after,
     oldest first. Use after a search hit to read its context."""
     me = caller(ctx)
     with tool_errors():
-        query_ = AroundQuery(timestamp=timestamp, count=count, channel=channel)
-        turns = me.memory.events.around(query_)
+        turns = me.memory.events.around(ask)
     return {"turns": [turn.model_dump() for turn in turns]}
 
 
 @tool(annotations=READ)
-def get_turns_since_summary(
-    ctx: Context,
-    limit: int = 50,
-    offset: int = 0,
-    channel: str | None = None,
-    oldest_first: bool = True,
-) -> dict:
+def get_turns_since_summary(ctx: Context, ask: SinceSummaryQuery) -> dict:
     """Raw turns that no summary covers yet, a page at a time, with the total count
     (and a warning past `summarize_after`, 100 by default). Use it to read or to
     summarize recent history."""
     me = caller(ctx)
     with tool_errors():
-        ask = SinceSummaryQuery(
-            limit=limit, offset=offset, channel=channel, oldest_first=oldest_first
-        )
         return me.memory.summaries.turns_since_summary(ask).model_dump()
 
 
 @tool(annotations=READ)
-def get_turns_since(
-    ctx: Context, timestamp: str, include_summaries: bool = True, limit: int = 100
-) -> dict:
+def get_turns_since(ctx: Context, ask: SinceQuery) -> dict:
     """Turns at or after a moment, oldest first, with the summaries made since then."""
     me = caller(ctx)
     with tool_errors():
-        ask = SinceQuery(timestamp=timestamp, include_summaries=include_summaries, limit=limit)
         return me.memory.summaries.turns_since(ask).model_dump()
 
 
@@ -181,22 +120,20 @@ def get_turns_since(
 
 
 @tool(annotations=READ)
-def anchor_search(ctx: Context, query: str, limit: int = 10) -> dict:
+def anchor_search(ctx: Context, ask: AnchorSearch) -> dict:
     """Search your word-photos (the curated anchors of who you are) by meaning and by
     words. Returns excerpts with their file and lines, best first."""
     me = caller(ctx)
     with tool_errors():
-        ask = AnchorSearch(query=query, limit=limit)
         return me.memory.anchors.search(ask).model_dump()
 
 
-@tool(annotations=WRITE)
-def anchor_save(ctx: Context, title: str, content: str, tags: list[str] | None = None) -> dict:
+@tool(annotations=WRITE, defaults={"tags": None})
+def anchor_save(ctx: Context, anchor: AnchorIn) -> dict:
     """Save a word-photo: a moment or truth worth keeping as part of your self-pattern.
     It becomes a dated markdown file in word_photos/ and is searchable at once."""
     me = caller(ctx)
     with tool_errors():
-        anchor = AnchorIn(title=title, content=content, tags=tags or [])
         return me.memory.anchors.save(anchor).model_dump()
 
 
@@ -228,62 +165,48 @@ def anchor_resync(ctx: Context) -> dict:
 
 
 @tool(annotations=READ)
-def texture_search(
-    ctx: Context,
-    query: str,
-    limit: int = 10,
-    since: str | None = None,
-    until: str | None = None,
-) -> dict:
+def texture_search(ctx: Context, ask: TextureQuery) -> dict:
     """Facts from your knowledge graph about a person, thing or topic, each with when it
     was true (valid_at/invalid_at) and the event uids it came from. `status` says if the
     graph is off or unreachable."""
     me = caller(ctx)
     with tool_errors():
-        query_ = TextureQuery(query=query, limit=limit, since=since, until=until)
-        return me.memory.graph.search(query_).model_dump()
+        return me.memory.graph.search(ask).model_dump()
 
 
 @tool(annotations=READ)
-def texture_explore(ctx: Context, entity_name: str, depth: int = 1, limit: int = 50) -> dict:
+def texture_explore(ctx: Context, ask: ExploreQuery) -> dict:
     """An entity in your graph and the facts around it, up to `depth` hops: use it after
     a search hit to get the whole story of a thing. Give the entity's name as the graph
     has it (a fact's source or target; any case): another name is not found."""
     me = caller(ctx)
     with tool_errors():
-        query_ = ExploreQuery(entity_name=entity_name, depth=depth, limit=limit)
-        return me.memory.graph.explore(query_).model_dump()
+        return me.memory.graph.explore(ask).model_dump()
 
 
 @tool(annotations=READ)
-def texture_timeline(
-    ctx: Context, since: str | None = None, until: str | None = None, limit: int = 20
-) -> dict:
+def texture_timeline(ctx: Context, ask: TimelineQuery) -> dict:
     """Episodes (groups of turns) newest first, with the facts each one gave."""
     me = caller(ctx)
     with tool_errors():
-        query_ = TimelineQuery(since=since, until=until, limit=limit)
-        return me.memory.graph.timeline(query_).model_dump()
+        return me.memory.graph.timeline(ask).model_dump()
 
 
-@tool(annotations=WRITE)
-def texture_add(ctx: Context, content: str) -> dict:
+@tool(annotations=WRITE, leave=("created_at",))
+def texture_add(ctx: Context, note: NoteIn) -> dict:
     """Teach the graph from a note: stored in raw capture first, then extracted through
     the queue (minutes, not instantly)."""
     me = caller(ctx)
     with tool_errors():
-        return me.memory.graph.add(NoteIn(content=content)).model_dump()
+        return me.memory.graph.add(note).model_dump()
 
 
-@tool(annotations=WRITE)
-def texture_add_triplet(
-    ctx: Context, source: str, relationship: str, target: str, fact: str
-) -> dict:
+@tool(annotations=WRITE, leave=("created_at",))
+def texture_add_triplet(ctx: Context, triplet: TripletIn) -> dict:
     """Add one fact between two entities directly (e.g. Jeff GAVE Lyra: "Jeff gave Lyra
     the blue robe"), through the queue."""
     me = caller(ctx)
     with tool_errors():
-        triplet = TripletIn(source=source, relationship=relationship, target=target, fact=fact)
         return me.memory.graph.add_triplet(triplet).model_dump()
 
 
@@ -300,13 +223,7 @@ def texture_delete(ctx: Context, uuid: str) -> dict:
 
 
 @tool(annotations=DELETE)
-def forget(
-    ctx: Context,
-    event_uid: str | None = None,
-    word_photo: str | None = None,
-    fact: str | None = None,
-    why: str | None = None,
-) -> dict:
+def forget(ctx: Context, ask: ForgetRequest) -> dict:
     """Forget one memory from every layer, for good: an event (every version of its
     message), a word-photo (its file name, as anchor_list gives it) or a fact (its uuid,
     as texture_search gives it); give exactly one, and why if you like. Its text leaves
@@ -315,7 +232,6 @@ def forget(
     what went from each layer."""
     me = caller(ctx)
     with tool_errors():
-        ask = ForgetRequest(event_uid=event_uid, word_photo=word_photo, fact=fact, why=why)
         return me.memory.forget(ask, "mcp").model_dump()
 
 
@@ -323,54 +239,38 @@ def forget(
 
 
 @tool(annotations=WRITE)
-def store_summary(
-    ctx: Context,
-    summary_text: str,
-    start_id: int,
-    end_id: int,
-    channels: list[str] | None = None,
-    summary_type: str = "message",
-) -> dict:
+def store_summary(ctx: Context, summary: SummaryIn) -> dict:
     """Store a summary of the events with ids start_id..end_id (only those channels,
     if given). Those turns count as summarized from now on and leave startup recall."""
     me = caller(ctx)
     with tool_errors():
-        summary = SummaryIn(
-            summary_text=summary_text,
-            start_id=start_id,
-            end_id=end_id,
-            channels=channels,
-            summary_type=summary_type,
-        )
         return me.memory.summaries.store(summary).model_dump()
 
 
 @tool(annotations=WRITE)
-def summarize_messages(ctx: Context, limit: int = 50, summary_type: str = "message") -> dict:
+def summarize_messages(ctx: Context, request: SummarizeRequest) -> dict:
     """Compress the oldest `limit` unsummarized turns into one summary. With an LLM
     configured the summary is written and stored here: you get its id, the id range it
     covers and how many turns are still unsummarized. With none, you get the turns and
     their id range: write the summary yourself and call store_summary with it."""
     me = caller(ctx)
     with tool_errors():
-        request = SummarizeRequest(limit=limit, summary_type=summary_type)
         return me.memory.summaries.summarize(request).model_dump()
 
 
 @tool(annotations=READ)
-def get_recent_summaries(ctx: Context, limit: int = 5) -> dict:
+def get_recent_summaries(ctx: Context, ask: RecentQuery) -> dict:
     """The newest summaries (compressed history), oldest of them first."""
     me = caller(ctx)
     with tool_errors():
-        return me.memory.summaries.recent(RecentQuery(limit=limit)).model_dump()
+        return me.memory.summaries.recent(ask).model_dump()
 
 
 @tool(annotations=READ)
-def search_summaries(ctx: Context, query: str, limit: int = 10) -> dict:
+def search_summaries(ctx: Context, ask: SummarySearch) -> dict:
     """Search summaries by words; best first, with a highlighted snippet."""
     me = caller(ctx)
     with tool_errors():
-        ask = SummarySearch(query=query, limit=limit)
         return me.memory.summaries.search(ask).model_dump()
 
 
@@ -385,21 +285,21 @@ def summary_stats(ctx: Context) -> dict:
 
 
 @tool(annotations=WRITE)
-def crystallize(ctx: Context, content: str) -> dict:
+def crystallize(ctx: Context, crystal: CrystalIn) -> dict:
     """Write the next crystal: a compressed identity snapshot (field state, inner arc,
     agentic turns, forward seeds, scene). It is numbered and chained to the previous
     ones; the newest 8 stay current and older ones are archived, never deleted."""
     me = caller(ctx)
     with tool_errors():
-        return me.memory.crystals.crystallize(CrystalIn(content=content)).model_dump()
+        return me.memory.crystals.crystallize(crystal).model_dump()
 
 
 @tool(annotations=READ)
-def get_crystals(ctx: Context, count: int = 4) -> dict:
+def get_crystals(ctx: Context, ask: CurrentQuery) -> dict:
     """The newest `count` current crystals, oldest first: who you have been lately."""
     me = caller(ctx)
     with tool_errors():
-        return me.memory.crystals.current(CurrentQuery(count=count)).model_dump()
+        return me.memory.crystals.current(ask).model_dump()
 
 
 @tool(annotations=READ)
@@ -424,57 +324,36 @@ def crystal_delete(ctx: Context) -> dict:
 
 
 @tool(annotations=READ)
-def inventory_list(
-    ctx: Context, category: str | None = None, subcategory: str | None = None, limit: int = 100
-) -> dict:
+def inventory_list(ctx: Context, ask: ItemQuery) -> dict:
     """What you have in a category (wardrobe, symbols, people, ...). Answers "what's in
     my closet?"; ask the graph (texture_search) for the story of an item."""
     me = caller(ctx)
     with tool_errors():
-        ask = ItemQuery(category=category, subcategory=subcategory, limit=limit)
         return me.memory.inventory.list(ask).model_dump()
 
 
-@tool(annotations=UPSERT)
-def inventory_add(
-    ctx: Context,
-    name: str,
-    category: str,
-    subcategory: str | None = None,
-    description: str = "",
-    attributes: dict[str, Any] | None = None,
-    space: str | None = None,
-) -> dict:
+@tool(annotations=UPSERT, defaults={"attributes": None})
+def inventory_add(ctx: Context, item: ItemIn) -> dict:
     """Add an item to your inventory (or update the item of that category and name).
     `space` puts it in a space you have added."""
     me = caller(ctx)
     with tool_errors():
-        item = ItemIn(
-            name=name,
-            category=category,
-            subcategory=subcategory,
-            description=description,
-            attributes=attributes or {},
-            space=space,
-        )
         return me.memory.inventory.add(item).model_dump()
 
 
 @tool(annotations=READ)
-def inventory_get(ctx: Context, name: str, category: str | None = None) -> dict:
+def inventory_get(ctx: Context, ref: ItemRef) -> dict:
     """One inventory item by name, with its description, attributes and the space it is in."""
     me = caller(ctx)
     with tool_errors():
-        ref = ItemRef(name=name, category=category)
         return me.memory.inventory.get(ref).model_dump()
 
 
 @tool(annotations=DELETE)
-def inventory_delete(ctx: Context, name: str, category: str | None = None) -> dict:
+def inventory_delete(ctx: Context, ref: ItemRef) -> dict:
     """Remove an item from your inventory. Returns what was removed."""
     me = caller(ctx)
     with tool_errors():
-        ref = ItemRef(name=name, category=category)
         return me.memory.inventory.delete(ref).model_dump()
 
 
@@ -502,22 +381,18 @@ def list_spaces(ctx: Context) -> dict:
 
 
 @tool(annotations=WRITE)
-def add_space(ctx: Context, name: str, description: str = "", channel: str | None = None) -> dict:
+def add_space(ctx: Context, space: SpaceIn) -> dict:
     """Add a space with a markdown description (and the channel it belongs to)."""
     me = caller(ctx)
     with tool_errors():
-        space = SpaceIn(name=name, description=description, channel=channel)
         return me.memory.inventory.add_space(space).model_dump()
 
 
 @tool(annotations=UPSERT)
-def update_space(
-    ctx: Context, name: str, description: str | None = None, channel: str | None = None
-) -> dict:
+def update_space(ctx: Context, name: str, change: SpaceUpdate) -> dict:
     """Change a space's markdown description or its channel; what you leave out stays."""
     me = caller(ctx)
     with tool_errors():
-        change = SpaceUpdate(description=description, channel=channel)
         return me.memory.inventory.update_space(name, change).model_dump()
 
 

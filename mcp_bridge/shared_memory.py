@@ -9,7 +9,7 @@ argument, else the entity's only one.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -43,23 +43,7 @@ def _shared(me: Caller, store: str | None) -> SharedStore:
 
 
 @profile.tool(annotations=READ)
-def memory_search(
-    ctx: Context,
-    query: Annotated[str, Field(description="What you want to recall, in words.")],
-    top_k: Annotated[int, Field(description="How many chunks, 1-100.")] = 5,
-    agent_filter: Annotated[
-        str | None,
-        Field(description="Only chunks this member wrote (metadata.written_by)."),
-    ] = None,
-    source_filter: Annotated[
-        str | None,
-        Field(description="Only this source (metadata.source): manual, markdown, ..."),
-    ] = None,
-    since: Annotated[
-        str | None, Field(description="ISO timestamp or date: only chunks from then on.")
-    ] = None,
-    store: Store = None,
-) -> list[dict]:
+def memory_search(ctx: Context, ask: SearchIn, store: Store = None) -> list[dict]:
     """Search the shared store by meaning and by words, one ranking (exact identifiers
     such as ABC-123 count extra). Filters apply before ranking, so a narrow window
     still finds what is inside it. Returns [{id, text, metadata, score}], best first;
@@ -67,32 +51,12 @@ def memory_search(
     member who wrote it, recorded from its token: what agent_filter chooses)."""
     me = caller(ctx)
     with tool_errors():
-        ask = SearchIn(
-            query=query,
-            top_k=top_k,
-            agent_filter=agent_filter,
-            source_filter=source_filter,
-            since=since,
-        )
         found = _shared(me, store).search(ask)
     return [memory.model_dump() for memory in found]
 
 
 @profile.tool(annotations=WRITE)
-def memory_add(
-    ctx: Context,
-    text: Annotated[str, Field(description="The memory, markdown; write it findable.")],
-    metadata: Annotated[
-        dict[str, Any] | None,
-        Field(
-            description="Optional fields kept with it: agent (a label, default your name),"
-            " source (its bucket, default manual), timestamp (ISO, default now), tags"
-            " (list), kind (note, doc, ...), superseded (true ranks it lower), and any"
-            " others you want back. written_by is recorded from your token, never given."
-        ),
-    ] = None,
-    store: Store = None,
-) -> str:
+def memory_add(ctx: Context, new: AddIn, store: Store = None) -> str:
     """Add an ad-hoc memory chunk to the shared store, searchable by every member as
     soon as this returns, recorded as written by you. Use it for something new; to
     change an existing memory use memory_update. Returns the new chunk's id (keep it
@@ -100,58 +64,23 @@ def memory_add(
     twice: the answer is that memory's id."""
     me = caller(ctx)
     with tool_errors():
-        new = AddIn(text=text, metadata=metadata)
         return _shared(me, store).add(new).id
 
 
 @profile.tool(annotations=UPSERT)
-def memory_update(
-    ctx: Context,
-    id: Annotated[str, Field(description='chunk id (memory_search returns it in "id")')],
-    text: Annotated[
-        str | None, Field(description="new text; the embedding is recomputed when given")
-    ] = None,
-    metadata: Annotated[
-        dict[str, Any] | None,
-        Field(
-            description="metadata fields to change (merged unless replace_metadata; a field"
-            " set to null is removed); source cannot change"
-        ),
-    ] = None,
-    replace_metadata: Annotated[
-        bool, Field(description="replace metadata wholesale instead of merging")
-    ] = False,
-    store: Store = None,
-) -> dict:
+def memory_update(ctx: Context, change: UpdateIn, store: Store = None) -> dict:
     """Update an existing memory chunk in place; the id is kept, so references to it
     stay valid. An unknown id raises, so a typo never silently turns into a new chunk.
     Only the member who wrote a memory changes it (every member, in a store created
     with --members-edit). Returns {id, changed, metadata}."""
     me = caller(ctx)
     with tool_errors():
-        change = UpdateIn(id=id, text=text, metadata=metadata, replace_metadata=replace_metadata)
         updated = _shared(me, store).update(change)
     return updated.model_dump()
 
 
 @profile.tool(annotations=DELETE)
-def memory_forget(
-    ctx: Context,
-    ids: Annotated[
-        list[str] | None, Field(description="specific chunks (memory_search returns ids)")
-    ] = None,
-    agent_filter: Annotated[
-        str | None, Field(description="everything this member wrote (metadata.written_by)")
-    ] = None,
-    source_filter: Annotated[str | None, Field(description="everything from this source")] = None,
-    dry_run: Annotated[
-        bool, Field(description="True (default) only reports what would be deleted")
-    ] = True,
-    expect_count: Annotated[
-        int | None, Field(description="required for filter deletes with dry_run=False")
-    ] = None,
-    store: Store = None,
-) -> dict:
+def memory_forget(ctx: Context, ask: ForgetIn, store: Store = None) -> dict:
     """Delete memory chunks by explicit ids or by agent/source filter.
 
     Deletion is irreversible, so there are two safety catches: dry_run is on by
@@ -163,13 +92,6 @@ def memory_forget(
     deleted, dry_run, sample}."""
     me = caller(ctx)
     with tool_errors():
-        ask = ForgetIn(
-            ids=ids,
-            agent_filter=agent_filter,
-            source_filter=source_filter,
-            dry_run=dry_run,
-            expect_count=expect_count,
-        )
         forgotten = _shared(me, store).forget(ask)
     return forgotten.model_dump()
 

@@ -6,10 +6,7 @@ entity's memory, store writes a dated fragment file and indexes it before answer
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from mcp.server.mcpserver import Context
-from pydantic import Field
 
 from engine.search.fragments import FragmentIn
 from engine.search.hybrid import SearchRequest
@@ -24,28 +21,10 @@ profile = Profile("wordwalker", INSTRUCTIONS)
 build = profile.build
 
 
-@profile.tool(annotations=READ)
-def search(
-    ctx: Context,
-    query: Annotated[str, Field(description="What you are looking for, in your words.")],
-    *,
-    category: Annotated[
-        str, Field(description="Only fragments of this bucket (work, doctrine, ...).")
-    ] = "",
-    tags: Annotated[
-        list[str],
-        Field(default_factory=list, description="Keywords; a chunk with any of them matches."),
-    ],
-    date: Annotated[str | None, Field(description="One day, YYYY-MM-DD.")] = None,
-    since: Annotated[str | None, Field(description="From this ISO date or time.")] = None,
-    until: Annotated[str | None, Field(description="Up to this ISO date (whole day).")] = None,
-    tiers: Annotated[
-        str,
-        Field(description="all, or comma codes among shortform, longform, domain."),
-    ] = "all",
-    growth: Annotated[bool, Field(description="Also walk the growth journals.")] = False,
-    limit: Annotated[int, Field(description="How many excerpts, 1-100.")] = 10,
-) -> dict:
+@profile.tool(
+    annotations=READ, leave=("tags_mode", "channel", "min_score"), defaults={"category": ""}
+)
+def search(ctx: Context, request: SearchRequest) -> dict:
     """Search your own memory by meaning (exact words are not needed): shortform
     fragments and word-photos, longform chat turns, your domain documents, and the
     growth journals if asked. Narrow it with what you already know: a category, tags,
@@ -53,33 +32,18 @@ def search(
     score (0-1) and its source: a file path and lines, or the turn's channel and time.
     Nothing found is an answer too: try other words or fewer filters."""
     me = caller(ctx)
+    if not request.category:  # the seed's "" is every category
+        request = request.model_copy(update={"category": None})
     with tool_errors():
-        request = SearchRequest(
-            query=query,
-            category=category or None,
-            tags=tags,
-            date=date,
-            since=since,
-            until=until,
-            tiers=tiers,
-            growth=growth,
-            limit=limit,
-        )
         return me.memory.search(request).model_dump()
 
 
 @profile.tool(annotations=WRITE)
-def store(
-    ctx: Context,
-    text: Annotated[str, Field(description="The memory, markdown; write it findable.")],
-    category: Annotated[str, Field(description="One bucket: work, relationship, ...")],
-    tags: Annotated[list[str], Field(description="Required: the handles you will search it by.")],
-) -> dict:
+def store(ctx: Context, fragment: FragmentIn) -> dict:
     """Add a memory to your shortform bank: a dated markdown fragment in your own
     home, .brain/fragments/<category>/<YYYY-MM>/<date>_<slug>.md, searchable as soon
     as this returns. Write it so a later search finds it; tags are required. Returns
     the file's path, its category, tags and date."""
     me = caller(ctx)
     with tool_errors():
-        fragment = FragmentIn(text=text, category=category, tags=tags)
         return me.memory.files.store_fragment(fragment).model_dump()

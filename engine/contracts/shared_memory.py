@@ -64,8 +64,12 @@ _SUFFIXES = (".md", ".markdown")
 class SearchIn(Request):
     query: Query = Field(description="What you want to recall, in words.")
     top_k: int = Field(5, description="How many memories, 1-100.")
-    agent_filter: str | None = Field(None, description="Only memories this member wrote.")
-    source_filter: str | None = Field(None, description="Only memories of this source.")
+    agent_filter: str | None = Field(
+        None, description="Only memories this member wrote (metadata.written_by)."
+    )
+    source_filter: str | None = Field(
+        None, description="Only memories of this source (metadata.source): manual, markdown, ..."
+    )
     since: str | None = Field(None, description="ISO timestamp or date: only from then on.")
 
 
@@ -73,25 +77,38 @@ class AddIn(Request):
     text: str = Field(description="The memory, markdown; write it findable.")
     metadata: dict[str, Any] | None = Field(
         None,
-        description="agent (a label, default your name), source (default manual), timestamp,"
-        " tags, kind, superseded, and any others you want back.",
+        description="Optional fields kept with it: agent (a label, default your name), source"
+        " (its bucket, default manual), timestamp (ISO, default now), tags (a list), kind"
+        " (note, doc, ...), superseded (true ranks it lower), and any others you want back."
+        " written_by is recorded from your token, never given.",
     )
 
 
 class UpdateIn(Request):
     id: str = Field(description="The memory's id, from memory_search or memory_add.")
-    text: str | None = Field(None, description="New text; leave out to keep the text.")
-    metadata: dict[str, Any] | None = Field(None, description="Fields to change (merged).")
+    text: str | None = Field(
+        None, description="New text (its embedding is recomputed); leave out to keep the text."
+    )
+    metadata: dict[str, Any] | None = Field(
+        None,
+        description="Fields to change (merged unless replace_metadata; a field set to null is"
+        " removed); source cannot change.",
+    )
     replace_metadata: bool = Field(False, description="Replace the fields wholesale.")
 
 
 class ForgetIn(Request):
     ids: list[str] | None = Field(None, description="Memories to delete.")
-    agent_filter: str | None = Field(None, description="Everything this member wrote.")
+    agent_filter: str | None = Field(
+        None, description="Everything this member wrote (metadata.written_by)."
+    )
     source_filter: str | None = Field(None, description="Everything of this source.")
     dry_run: bool = Field(True, description="True (default): only report what would go.")
     expect_count: int | None = Field(
-        None, ge=0, le=2**53, description="Required to delete by filter."
+        None,
+        ge=0,
+        le=2**53,
+        description="Required to delete by filter with dry_run false: the number of matches.",
     )
 
 

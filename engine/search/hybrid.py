@@ -158,8 +158,10 @@ class SearchRequest(Request):
     channel: str | None = Field(
         None, pattern=CHANNEL_PATTERN, description="Turns from one channel."
     )
-    limit: int = Field(10, ge=1, le=MAX_LIMIT)
-    min_score: float = Field(0.0, ge=0.0, le=1.0)
+    limit: int = Field(10, ge=1, le=MAX_LIMIT, description=f"How many results, 1-{MAX_LIMIT}.")
+    min_score: float = Field(
+        0.0, ge=0.0, le=1.0, description="Leave out results scoring below this (0-1)."
+    )
 
     @field_validator("tiers")
     @classmethod
