@@ -44,7 +44,7 @@ def serve(settings: Settings, record: bool) -> TestClient:
 def sample(settings: Settings, token: str, record: bool, calls: int) -> list[float]:
     headers = {"Authorization": f"Bearer {token}", "X-PPS-Client": "bench"}
     with serve(settings, record) as http:
-        http.app.state.runtime.wait_loaded()
+        http.app.state.service.runtime.wait_loaded()
         took = []
         for i in range(calls + 5):
             context = f"the {WORDS[i % len(WORDS)]} by the {WORDS[(i * 3) % len(WORDS)]}"

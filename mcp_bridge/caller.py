@@ -41,8 +41,6 @@ from engine.kernel.errors import (
     field_path,
 )
 from engine.kernel.requests import kind_problem
-from engine.runtime import Runtime
-from engine.store.db import Database
 
 # What a tool does to memory, for the client to show and to ask before.
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -377,16 +375,6 @@ class Caller:
     @property
     def settings(self) -> Settings:
         return self.service.settings
-
-    # TRANSITION: the tools move onto `memory`; these go once none uses them.
-    @property
-    def runtime(self) -> Runtime:
-        assert self.service.runtime is not None
-        return self.service.runtime
-
-    @property
-    def db(self) -> Database:
-        return self.service.db
 
 
 def caller(ctx: Context) -> Caller:

@@ -43,7 +43,6 @@ def create_app(settings: Settings, lock: DataDirLock | None = None) -> FastAPI:
         app.state.local_key = held.owner.key  # see current_operator
         try:
             app.state.service = service = Service.start(settings)
-            app.state.db, app.state.runtime = service.db, service.runtime  # TRANSITION
             try:
                 async with serving_mcp():
                     yield

@@ -130,7 +130,7 @@ class AppServer:
 
     @property
     def db(self) -> Database:
-        return self.app.state.db
+        return self.app.state.service.db
 
     wait_loaded = True
     """`start` returns once the slow parts have loaded too, as most tests want them."""
@@ -159,7 +159,7 @@ class AppServer:
             self.stop()
             raise RuntimeError("the app did not start (its lifespan failed: see the log)")
         if self.wait_loaded:  # the models and the graph load after the start (engine.runtime)
-            wait_for(self.app.state.runtime.loaded, timeout, "the models and the graph to load")
+            wait_for(self.app.state.service.loaded, timeout, "the models and the graph to load")
         return self
 
     def stop(self) -> None:

@@ -197,7 +197,7 @@ def test_a_fact_that_traces_to_no_event_is_found_when_the_graph_is_up(tmp_path):
         token = create_entity(graph_server.data_dir, "ada")
         client = connect(graph_server, token)
         client.entity = "ada"
-        graph = graph_server.app.state.runtime.graph
+        graph = graph_server.app.state.service.runtime.graph
         wait_for(lambda: graph.status()["status"] == "ok", 60, "the graph")
         assert check(client)["graph"] == "ok"
         # A fact written straight into the graph, from no episode: it has no events.

@@ -58,7 +58,7 @@ def test_health_says_starting_while_the_graph_starts_and_nothing_waits_for_it(tm
                 what="/health to settle once the graph has started",
             )
             assert health["status"] == "ok", health
-            assert server.app.state.runtime.loaded()
+            assert server.app.state.service.runtime.loaded()
     finally:
         leftover.kill()
         leftover.wait()

@@ -64,7 +64,7 @@ def build(server: AppServer, name: str) -> Entity:
             )  # fmt: skip
             assert sent.status_code == 202, sent.text
     entity.ingested(len(TRIPLETS))
-    server.app.state.runtime.graph.store.import_facts(name, IMPORTED)
+    server.app.state.service.runtime.graph.store.import_facts(name, IMPORTED)
     return entity
 
 

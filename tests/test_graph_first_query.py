@@ -111,7 +111,7 @@ def test_a_shared_store_beside_its_members_leaves_the_graph_ok(tmp_path, graph_t
         client = connect(server, server.pps("entity", "create", "vega").strip())
         server.pps("shared", "create", "notes")
         server.pps("shared", "add", "notes", "vega")
-        server.app.state.runtime.graph.prepare()  # what the preparer's next tick does
+        server.app.state.service.runtime.graph.prepare()  # what the preparer's next tick does
         graph = client.get("/health").json()["components"]["graph"]
         assert graph["status"] == "ok" and "indexes" not in graph, graph
         found = client.post("/v1/texture/search", json={"query": "where"}).json()

@@ -105,7 +105,7 @@ def test_a_bad_name_is_logged_once_not_at_every_rescan(tmp_path, caplog):
         folder.mkdir(parents=True)
         (folder / "kept.md").write_text("The zebra crossed the dunes.\n")
         _bad_name(folder)
-        keeper = server.app.state.runtime.keeper
+        keeper = server.app.state.service.runtime.keeper
 
         def said_after(ticks: int) -> list[str]:
             start = keeper.ticks

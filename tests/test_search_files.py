@@ -135,7 +135,7 @@ def test_reindex_rebuilds_the_index_from_disk(server, client):
 def test_a_home_that_holds_files_before_its_entity_exists_is_indexed(server):
     """`pps entity create` beside a running server, for a home that already has files
     (moved in, restored, written by hand): no watcher reports them, yet they are found."""
-    keeper = server.app.state.runtime.keeper
+    keeper = server.app.state.service.runtime.keeper
     keeper.ready.wait(30)  # the start-up comparison is over
     folder = server.data_dir / "entities" / "orla" / "memory"
     folder.mkdir(parents=True)

@@ -69,7 +69,7 @@ def test_a_reranker_without_time_reads_nothing_and_says_so(server, client):
     assert body["reranked"] == f"0 of {len(found)}"
     # As without the reranker: the same order, the same scores.
     asked = hybrid.SearchRequest(query="what is wrong with the kettle?", tiers="longform")
-    index = server.app.state.runtime.index
+    index = server.app.state.service.runtime.index
     plain = hybrid.search(index, client.entity, asked, reranked=False)
     assert [r["event_uid"] for r in found] == [r.event_uid for r in plain.results]
     assert [r["score"] for r in found] == [r.score for r in plain.results]

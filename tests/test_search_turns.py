@@ -19,7 +19,7 @@ def turn(uid: str, content: str, **more) -> dict:
 def first_stage(server, client, query: str) -> list[str]:
     """The turns a search finds before the reranker reads them (as recall ranks)."""
     asked = hybrid.SearchRequest(query=query, tiers="longform")
-    index = server.app.state.runtime.index
+    index = server.app.state.service.runtime.index
     return [r.event_uid for r in hybrid.search(index, client.entity, asked, reranked=False).results]
 
 
@@ -133,7 +133,7 @@ def test_the_reranker_finds_an_answer_that_does_not_name_what_it_answers(server,
     # Recall reads its first turn candidates so too (the budget is the test machine's
     # business: the reranker's pace is bench/locomo.py --recall's), and keeps the answer
     # although its words are far from the question's (a cosine of 0.18: below the floor).
-    runtime = server.app.state.runtime
+    runtime = server.app.state.service.runtime
 
     def recalled(**settings) -> list[str]:
         layers = SimpleNamespace(

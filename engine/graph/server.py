@@ -194,7 +194,7 @@ class FalkorServer:
                     self._spawn(timeout=30.0)
                     self.restarts += 1
                     break
-                except (ServerError, OSError) as exc:
+                except Exception as exc:  # whatever failed, the watcher lives and tries again
                     delay = next(waits)
                     log.error("restarting FalkorDB failed (next try in %.1fs): %s", delay, exc)
 

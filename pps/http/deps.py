@@ -12,9 +12,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from engine.api import Memory, Service
 from engine.kernel.config import Settings
 from engine.kernel.errors import Forbidden, InputError
-from engine.runtime import Runtime
-from engine.search.index import Index
-from engine.store.db import Database
 
 MISSING_TOKEN = "missing: send 'Authorization: Bearer <token>'"
 UNKNOWN_TOKEN = "unknown or revoked token"
@@ -126,23 +123,6 @@ def current_memory(request: Request, entity: Annotated[str, Depends(current_enti
     """The memory of the entity the bearer token belongs to: the only one a call reaches."""
     return get_service(request).memory(entity)
 
-
-# TRANSITION: the faces move onto the service; these go once none uses them.
-def get_db(request: Request) -> Database:
-    return request.app.state.db
-
-
-def get_runtime(request: Request) -> Runtime:
-    return request.app.state.runtime
-
-
-def get_index(request: Request) -> Index:
-    return get_runtime(request).index
-
-
-DB = Annotated[Database, Depends(get_db)]
-SearchIndex = Annotated[Index, Depends(get_index)]
-AppRuntime = Annotated[Runtime, Depends(get_runtime)]
 
 AppService = Annotated[Service, Depends(get_service)]
 CurrentEntity = Annotated[str, Depends(current_entity)]
