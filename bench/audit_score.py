@@ -26,12 +26,12 @@ import json
 import statistics
 
 from engine.kernel.config import Settings
+from engine.kernel.lock import SERVE, DataDirLock
 from engine.recall import audit, used
 from engine.recall.ambient import recall
 from engine.recall.shapes import RecallRequest
 from engine.runtime import Runtime
 from engine.store.db import Database
-from engine.kernel.lock import SERVE, DataDirLock
 
 
 def load(path: Path, entity: str | None) -> list[dict]:
