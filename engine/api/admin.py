@@ -153,7 +153,7 @@ class Backups:
     def last(self) -> BackupRecord | None:
         return records.last(self._db)
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """The last backup's time and age (the `backup` component of /health)."""
         return records.status(self._db)
 
@@ -204,25 +204,25 @@ class Statuses:
         assert self.db is not None, "a service's database"
         return self.db.schema_version()
 
-    def embeddings(self, load: bool = False) -> dict:
+    def embeddings(self, load: bool = False) -> dict[str, Any]:
         """With `load`, the model is loaded first (a model that cannot load says why)."""
         if load:
             with contextlib.suppress(embeddings.Unavailable):
                 embeddings.get(self.settings)
         return embeddings.status(self.settings)
 
-    def reranker(self, load: bool = False) -> dict:
+    def reranker(self, load: bool = False) -> dict[str, Any]:
         """With `load`, the reranker is loaded first where search uses one."""
         if load and self.settings.search_rerank:
             with contextlib.suppress(embeddings.Unavailable):
                 rerank.get()
         return rerank.status(self.settings)
 
-    def summaries(self) -> dict:
+    def summaries(self) -> dict[str, Any]:
         assert self.db is not None, "a service's database"
         return summarize.status(self.db, self.settings)
 
-    def graph(self, command: str) -> dict:
+    def graph(self, command: str) -> dict[str, Any]:
         """Start the graph as a server would, ask its status, stop it: under the data
         dir's lock, held in `command`'s name (not checked while another holds it)."""
         if self.settings.graph_backend == "none":
@@ -244,14 +244,14 @@ class Statuses:
                 graph.stop()
             lock.release()
 
-    def llm(self) -> dict:
+    def llm(self) -> dict[str, Any]:
         """The LLM the settings name (provider, model, where; no key)."""
         return endpoint.describe(self.settings)
 
-    def llm_probe(self) -> dict:
+    def llm_probe(self) -> dict[str, Any]:
         """Whether the LLM's endpoint answers from here (its models asked, no tokens spent)."""
         return endpoint.probe(self.settings)
 
-    def llm_structured_output(self) -> dict:
+    def llm_structured_output(self) -> dict[str, Any]:
         """How an openai_compatible LLM is asked for JSON: the setting, or what was learned."""
         return endpoint.structured_output(self.settings)

@@ -53,7 +53,9 @@ class Events(Part):
     def around(self, query: AroundQuery) -> builtins.list[Event]:
         return capture.turns_around(self.parts.db, self.entity, query)
 
-    def around_event(self, event: Event, count: int = 20, channel: str | None = None):
+    def around_event(
+        self, event: Event, count: int = 20, channel: str | None = None
+    ) -> builtins.list[Event]:
         return capture.turns_around_event(self.parts.db, self.entity, event, count, channel)
 
     def get(self, event_id: int | None = None, event_uid: str | None = None) -> Event:

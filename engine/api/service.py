@@ -131,7 +131,7 @@ class Service:
 
     # --- across the entities ---
 
-    def health(self) -> dict:
+    def health(self) -> dict[str, Any]:
         """Each component's status, no data and no names (GET /health)."""
         assert self.runtime is not None, "only a running server reports its health"
         return health.report(self.runtime)
@@ -200,7 +200,7 @@ class Service:
         return self.calls.recent(entity, limit)
 
 
-def _reached(store, why: str | None = None):
+def _reached(store: Any, why: str | None = None) -> Any:
     """A graph reached through its store alone, as the engine's graph services take it
     (it says it is unreachable when a call fails, and nothing more)."""
     import types

@@ -109,7 +109,7 @@ class DataDirLock:
     def __enter__(self) -> DataDirLock:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 
