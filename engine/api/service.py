@@ -186,18 +186,18 @@ class Service:
     # --- who called ---
 
     @property
-    def calls(self) -> Recorder:
+    def _calls(self) -> Recorder:
         assert self.runtime is not None, "calls are recorded by a running server"
         return self.runtime.clients
 
     def record_call(self, call: Call) -> None:
-        self.calls.record(call)
+        self._calls.record(call)
 
     def clients(self, entity: str) -> list[ClientRecord]:
-        return self.calls.clients(entity)
+        return self._calls.clients(entity)
 
     def recent_calls(self, entity: str, limit: int = 50) -> list[Call]:
-        return self.calls.recent(entity, limit)
+        return self._calls.recent(entity, limit)
 
 
 def _reached(store: Any, why: str | None = None) -> Any:
