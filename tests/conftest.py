@@ -14,6 +14,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import platform
+import re
 import shutil
 import signal
 import socket
@@ -218,73 +220,40 @@ def _listening_socket(port: int) -> socket.socket:
     return sock
 
 
-# --- markers (pyproject.toml names them): what a test needs beyond this process ---
-# `pytest -m "not graph and not neo4j and not browser and not process and not containers"`
-# is the quick loop (README.md, "Run and test"). A test is marked by the fixtures it takes,
-# and by this map for what no fixture shows: a module (every test in it) or one test of a
-# module. The container tests mark themselves (pytestmark).
+# --- markers (pyproject.toml names them), derived from what a test takes ---------------
+# What a test needs beyond this process follows from its fixtures (those it takes, and
+# those they take): `graph` (graph_target, falkordb), `neo4j` (neo4j_server, or
+# graph_target's Neo4j), `browser` (browser_context), `process` (processes). The container
+# tests mark their files (pytestmark), and so do the few files that are all one kind.
+# `slow`: its cases are generated (hypothesis, schemathesis), dozens to hundreds a test;
+# or it wraps a key with a passphrase (passphrase: scrypt, slow on purpose).
+# `quick`: none of these, the quick loop (`make quick`; README.md, "Run and test").
+# A test that starts a process while it may not fails (`_ProcessWatch`), so a test cannot
+# sit in the quick loop by mistake.
 
-BY_FIXTURE = {"graph_target": "graph", "neo4j_server": "neo4j", "browser_context": "browser"}
-MARKED = {
-    # the knowledge graph: an embedded FalkorDB, Graphiti, the stub LLM extracting
-    "test_graph_curator.py": {"graph"},
-    "test_graph_first_query.py": {"graph"},
-    "test_graph_http.py": {"graph", "process"},
-    "test_graph_ingest.py": {"graph"},
-    "test_graph_neo4j.py": {"graph", "neo4j"},
-    "test_graph_server.py": {"graph"},
-    "test_graph_server.py::test_the_server_dies_with_the_engine": {"process"},
-    "test_llm_wires.py": {"graph"},
-    "test_ui_graph.py": {"graph"},
-    "test_check.py::test_a_fact_that_traces_to_no_event_is_found_when_the_graph_is_up": {"graph"},
-    # `pps serve`, a `pps` command or another Python started as a process
-    "test_cli.py": {"process"},
-    "test_crash_safety.py": {"process"},
-    "test_fast_start.py": {"process", "graph"},
-    "test_first_hour.py": {"process"},
-    "test_first_start.py": {"process"},
-    "test_install.py": {"process"},
-    "test_readme.py": {"process"},
-    "test_stdio_relay.py": {"process"},
-    "test_telemetry.py": {"process"},
-    "test_disk_full.py::test_home_files_on_a_full_disk_answer_503_and_leave_nothing": {"process"},
-    "test_hooks_claude_code.py": {"process"},  # the hook as Claude Code runs it: `pps hook`
-    "test_hooks_install.py": {"process"},
-    "test_import_discord_db.py": {"process"},
-    "test_import_journals.py": {"process"},
-    "test_hooks_http.py::"
-    "test_a_repeated_prompt_is_two_turns_and_the_transcript_sweep_stores_neither_again": {
-        "process"
-    },
-    "test_hooks_http.py::"
-    "test_three_prompts_while_the_service_is_down_are_each_stored_once_when_it_is_back": {
-        "process"
-    },
-    "test_ingest_client.py::test_stopped_service_spools_and_the_next_flush_sends_in_order_once": {
-        "process"
-    },
-    "test_ingest_client.py::test_a_hung_service_does_not_hold_the_caller_past_its_deadline": {
-        "process"
-    },
-    "test_ingest_client.py::test_sigkill_between_spool_and_flush_loses_nothing": {"process"},
-    "test_ingest_client.py::test_sigkill_mid_flush_then_flush_again_stores_each_event_once": {
-        "process"
-    },
-    "test_ingest_client.py::test_flush_command_reports_service_down": {"process"},
-    "test_ingest_client.py::test_flush_without_a_token_names_the_setting": {"process"},
-    "test_ingest_client.py::test_flush_and_import_take_the_token_file_option": {"process"},
-    "test_ingest_client.py::test_flush_says_which_service_and_spool_and_where_other_events_wait": {
-        "process"
-    },
-    "test_ingest_client.py::test_flush_with_a_token_the_service_refuses_says_so": {"process"},
-    "test_layers.py::test_the_client_side_loads_nothing_heavy": {"process"},
-    "test_layers.py::test_serve_refuses_a_remote_host_before_loading_the_engine": {"process"},
-    "test_queue.py::test_worker_process_killed_mid_job_is_reclaimed_and_finishes_once": {"process"},
-    "test_search_fallback.py::test_without_the_reranker_search_still_ranks_and_health_says_why": {
-        "process"
-    },
-    "test_search_files.py::test_reindex_rebuilds_the_index_from_disk": {"process"},
+BY_FIXTURE = {
+    "graph_target": "graph",
+    "falkordb": "graph",
+    "neo4j_server": "neo4j",
+    "browser_context": "browser",
+    "processes": "process",
+    "passphrase": "slow",
 }
+BEYOND = ("graph", "neo4j", "browser", "process", "containers")
+"""The markers of a test that needs more than this process: it may start processes."""
+NOT_QUICK = (*BEYOND, "slow")
+MAY_START = {name for name, mark in BY_FIXTURE.items() if mark in BEYOND}
+"""The fixtures that let a test start processes."""
+
+
+def _marks(item: pytest.Item) -> set[str]:
+    marks = {mark for name, mark in BY_FIXTURE.items() if name in item.fixturenames}
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("graph_target") == "neo4j":
+        marks.add("neo4j")
+    if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+        marks.add("slow")
+    return marks
 
 
 def pytest_collection_finish(session) -> None:
@@ -298,14 +267,92 @@ def pytest_collection_finish(session) -> None:
 
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
-        module = item.path.name
-        marks = {mark for name, mark in BY_FIXTURE.items() if name in item.fixturenames}
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("graph_target") == "neo4j":
-            marks.add("neo4j")
-        marks |= MARKED.get(module, set()) | MARKED.get(f"{module}::{item.originalname}", set())
-        for mark in sorted(marks):
+        for mark in sorted(_marks(item)):
             item.add_marker(mark)
+        if not any(item.get_closest_marker(mark) for mark in NOT_QUICK):
+            item.add_marker("quick")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector, name, obj):
+    """A test function that a plugin turns into a collector of generated cases
+    (schemathesis's OpenAPI cases, built as they are collected: 17 CPU-seconds) is
+    `slow`: where the run takes only quick tests, it is not collected at all."""
+    made = yield
+    generated = isinstance(made, pytest.Collector) and collector.istestfunction(obj, name)
+    if generated and _only_quick(collector.config):
+        return None
+    return made
+
+
+def _only_quick(config: pytest.Config) -> bool:
+    """Whether the run's `-m` expression can select only tests marked `quick`."""
+    text = config.option.markexpr
+    if not text or "quick" not in text:
+        return False
+    from _pytest.mark.expression import Expression  # the parser `-m` itself uses
+
+    expression = Expression.compile(text)
+    names = sorted(set(re.findall(r"[A-Za-z_]\w*", text)) - {"and", "or", "not", "quick"})
+    others = itertools.chain.from_iterable(
+        itertools.combinations(names, n) for n in range(len(names) + 1)
+    )
+    return not any(expression.evaluate(_marked_with(set(marks))) for marks in others)
+
+
+def _marked_with(marks: set[str]) -> Callable[..., bool]:
+    return lambda name, /, **_: name in marks
+
+
+class _ProcessWatch:
+    """The processes started while a test that may not start one runs (an audit hook
+    sees every start: subprocess, os.system, spawn, exec, fork)."""
+
+    EVENTS = frozenset(
+        {"subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.fork"}
+        | {"os.forkpty"}
+    )
+
+    def __init__(self) -> None:
+        self.test: str | None = None
+        """The node id of the running test, where it may start no process."""
+        self.started: list[str] = []
+
+    def __call__(self, event: str, args: tuple) -> None:
+        if event in self.EVENTS and self.test is not None:
+            self.started.append(f"{event} {args!r:.200}")
+
+
+# Python's platform module runs `uname -p` the first time it is asked for the processor
+# (the LLM SDKs ask, in the app's threads); asked once here, it never runs it in a test.
+platform.processor()
+_process_watch = _ProcessWatch()
+sys.addaudithook(_process_watch)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    may_start = any(item.get_closest_marker(mark) for mark in BEYOND)
+    _process_watch.test = None if may_start else item.nodeid
+    _process_watch.started = []
+    try:
+        return (yield)
+    finally:
+        _process_watch.test = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if call.when == "teardown" and _process_watch.started and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} started a process but takes none of the fixtures that may"
+            f" ({', '.join(sorted(MAY_START))}): take `processes`, or the fixture of what"
+            " it needs, so that its marker keeps it out of the quick loop. Started: "
+            + "; ".join(_process_watch.started)
+        )
+    return report
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -328,6 +375,24 @@ def stub():
     """The stand-in extraction LLM on the OpenAI wire (tests/stub_llm.py), one per module."""
     with StubLLM() as llm:
         yield llm
+
+
+@pytest.fixture(scope="session")
+def processes() -> None:
+    """Taken by a test, or by a fixture of it, that starts a process of its own: `pps
+    serve`, a `pps` command, the hook client as an agent host runs it, another Python.
+    It gives nothing: taking it marks the test `process`, out of the quick loop, and a
+    test that starts a process without it fails."""
+
+
+@pytest.fixture(scope="session")
+def falkordb():
+    """Taken by a test, or by a fixture of it, that runs a FalkorDB of its own (the
+    embedded one, rather than each backend in turn as with `graph_target`): it marks the
+    test `graph`. The backend's helpers (tests/graphs.py)."""
+    from tests import graphs  # graphiti_core: only where a graph test runs
+
+    return graphs.Falkor()
 
 
 def create_entity(data_dir: Path, name: str) -> str:

@@ -218,12 +218,19 @@ def test_a_folder_that_is_not_empty_is_refused_and_left_alone(streamed, tmp_path
     assert [p.name for p in target.iterdir()] == ["notes.txt"]
 
 
-def test_passphrase_archives_open_only_with_the_passphrase(tmp_path):
+@pytest.fixture
+def passphrase() -> str:
+    """A passphrase for an archive. age wraps its key with scrypt, slow on purpose (a second
+    or more for each wrap and unwrap): a test that takes it is `slow` (tests/conftest.py)."""
+    return "correct horse battery staple"
+
+
+def test_passphrase_archives_open_only_with_the_passphrase(tmp_path, passphrase):
     data = tmp_path / "data"
     token = _small_entity(data, "wren", "the wren sings at the window")
     archive = tmp_path / "wren.age"
     made = pps("backup", str(archive), "--encrypt", "--data-dir", str(data),
-               PPS_BACKUP_PASSPHRASE="correct horse battery staple")  # fmt: skip
+               PPS_BACKUP_PASSPHRASE=passphrase)  # fmt: skip
     assert made.exit_code == 0, made.stderr
     raw = archive.read_bytes()
     # A one-time age key wrapped by the passphrase, then the archive streamed to that key.
@@ -234,15 +241,11 @@ def test_passphrase_archives_open_only_with_the_passphrase(tmp_path):
     assert not (tmp_path / "wrong").exists()
     flipped = tmp_path / "flipped.age"
     flipped.write_bytes(raw[:-100] + bytes([raw[-100] ^ 1]) + raw[-99:])
-    damaged = restore(
-        flipped, tmp_path / "damaged", PPS_BACKUP_PASSPHRASE="correct horse battery staple"
-    )
+    damaged = restore(flipped, tmp_path / "damaged", PPS_BACKUP_PASSPHRASE=passphrase)
     refused(damaged, "damaged")
     assert not (tmp_path / "damaged").exists()
 
-    right = restore(
-        archive, tmp_path / "right", PPS_BACKUP_PASSPHRASE="correct horse battery staple"
-    )
+    right = restore(archive, tmp_path / "right", PPS_BACKUP_PASSPHRASE=passphrase)
     assert right.exit_code == 0, right.stderr
     conn = sqlite3.connect(tmp_path / "right" / "pps.sqlite3")
     assert conn.execute("SELECT content FROM events").fetchall() == [

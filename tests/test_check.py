@@ -192,7 +192,7 @@ def test_events_gone_from_the_log_are_reported_never_invented(server, client):
     assert found["counts"]["events"] == 3 and found["counts"]["summaries"] == 1
 
 
-def test_a_fact_that_traces_to_no_event_is_found_when_the_graph_is_up(tmp_path):
+def test_a_fact_that_traces_to_no_event_is_found_when_the_graph_is_up(tmp_path, falkordb):
     with AppServer(tmp_path / "data", graph_backend="falkordb") as graph_server:
         token = create_entity(graph_server.data_dir, "ada")
         client = connect(graph_server, token)
@@ -218,7 +218,7 @@ def test_a_fact_that_traces_to_no_event_is_found_when_the_graph_is_up(tmp_path):
         assert found["graph"].startswith("unavailable") and "fact_untraced" not in kinds(found)
 
 
-def test_a_command_reaches_the_graph_only_once_a_part_asks_for_it(tmp_path):
+def test_a_command_reaches_the_graph_only_once_a_part_asks_for_it(tmp_path, falkordb):
     """A command's service (`Service.open(settings, graph="pps check")`) holds neither the
     data dir nor a graph until a part asks for the graph: a command that fails first (an
     entity that does not exist) starts no FalkorDB. Once asked, the embedded graph runs

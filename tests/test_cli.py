@@ -17,6 +17,8 @@ from engine.capture import entities
 from engine.kernel.config import Settings
 from engine.store.db import Database
 
+pytestmark = pytest.mark.process  # every test runs `pps` as a user types it
+
 
 def pps(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(

@@ -37,7 +37,7 @@ def _stored_uids(data_dir, entity):
     return [row[0] for row in rows]
 
 
-def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path):
+def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path, processes):
     seed = random.randrange(1_000_000)
     rng = random.Random(seed)
     events = [

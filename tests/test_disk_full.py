@@ -227,7 +227,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(point)], check=False)
 
 
-def test_home_files_on_a_full_disk_answer_503_and_leave_nothing(tmp_path, small_disk):
+def test_home_files_on_a_full_disk_answer_503_and_leave_nothing(tmp_path, small_disk, processes):
     home = small_disk / "mira"
     home.mkdir()
     with AppServer(tmp_path / "data", entity_homes={"mira": home}) as server:

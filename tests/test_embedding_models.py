@@ -40,7 +40,9 @@ print(json.dumps({"asked": asked, "dim": model.dim, "scores": (said @ pet).tolis
 """
 
 
-def test_the_bundled_bge_model_loads_offline_and_reads_queries_after_its_prefix(tmp_path):
+def test_the_bundled_bge_model_loads_offline_and_reads_queries_after_its_prefix(
+    tmp_path, processes
+):
     answer, _ = script_answer(_LOADS, str(tmp_path / "data"))
     assert answer["asked"] == [] and answer["dim"] == 384, answer
     terrier, report = answer["scores"]
@@ -136,7 +138,7 @@ def _counted(data_dir) -> tuple[int, int]:
     return chunks, moved
 
 
-def test_a_move_to_another_model_killed_midway_resumes_and_loses_nothing(tmp_path):
+def test_a_move_to_another_model_killed_midway_resumes_and_loses_nothing(tmp_path, processes):
     """`pps serve` started with bge over a data dir of the default model's vectors: its
     queue says how far the new vectors are, search answers while they are made, a
     SIGKILL midway keeps what was made, and the next start makes the rest, every turn

@@ -21,7 +21,9 @@ STUBBORN = "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ns
 engine killed with SIGKILL, which the next start stops before starting its own."""
 
 
-def test_health_says_starting_while_the_graph_starts_and_nothing_waits_for_it(tmp_path):
+def test_health_says_starting_while_the_graph_starts_and_nothing_waits_for_it(
+    tmp_path, processes, falkordb
+):
     data_dir = tmp_path / "data"
     token = create_entity(data_dir, "ines")
     (data_dir / "graph").mkdir(mode=0o700)
@@ -95,7 +97,7 @@ def _run_in_a_process(args: list[str], env: dict[str, str]) -> tuple[int, str, l
     return code, "\n".join(output) + done.stderr, loaded
 
 
-def test_doctor_asks_the_running_server_once_and_loads_no_model(tmp_path):
+def test_doctor_asks_the_running_server_once_and_loads_no_model(tmp_path, processes):
     with AppServer(tmp_path / "data", llm_provider="none") as server:
         env = settings_env(**server.overrides)
         before = len(server.requests)
@@ -113,7 +115,7 @@ def test_doctor_asks_the_running_server_once_and_loads_no_model(tmp_path):
     assert "workers" in lines and "summaries" in lines and "backup" in lines, output
 
 
-def test_check_asks_the_running_server_and_only_the_data_dirs_owner_may(tmp_path):
+def test_check_asks_the_running_server_and_only_the_data_dirs_owner_may(tmp_path, processes):
     with AppServer(tmp_path / "data") as server:
         ines = create_entity(server.data_dir, "ines")
         create_entity(server.data_dir, "jules")
@@ -138,7 +140,7 @@ def test_check_asks_the_running_server_and_only_the_data_dirs_owner_may(tmp_path
     assert unknown.status_code == 401, unknown.text
 
 
-def test_check_and_doctor_work_from_the_files_with_no_server(tmp_path):
+def test_check_and_doctor_work_from_the_files_with_no_server(tmp_path, processes):
     data_dir = tmp_path / "data"
     create_entity(data_dir, "ines")
     env = settings_env(graph_backend="none", llm_provider="none", port=9)

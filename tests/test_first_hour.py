@@ -28,7 +28,7 @@ def pps(server: AppServer, *args: str, **env: str) -> subprocess.CompletedProces
 
 
 @pytest.fixture(scope="module")
-def no_llm(tmp_path_factory):
+def no_llm(tmp_path_factory, processes, falkordb):
     """A server with its graph and no extraction LLM: graph jobs wait."""
     with AppServer(tmp_path_factory.mktemp("no-llm") / "data", **llm_settings(None)) as server:
         yield server
@@ -69,7 +69,7 @@ def test_a_404_names_the_input_that_asked(no_llm):
     ]
 
 
-def test_doctor_gives_one_verdict_per_component_beside_a_running_server(tmp_path):
+def test_doctor_gives_one_verdict_per_component_beside_a_running_server(tmp_path, processes):
     with StubLLM() as stub, AppServer(tmp_path / "data", **llm_settings(stub)) as server:
         stub.set_mode("garbage")  # the endpoint answers /models, but no usable JSON
         rigel = entity(server, "rigel")

@@ -28,7 +28,7 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def test_a_token_made_in_another_folder_works_on_the_running_server(tmp_path):
+def test_a_token_made_in_another_folder_works_on_the_running_server(tmp_path, processes):
     """`make run` in the repository, `pps entity create` in another terminal elsewhere."""
     home = tmp_path / "home"
     user = as_user(home, GRAPH_BACKEND="none")
@@ -49,7 +49,9 @@ def test_a_token_made_in_another_folder_works_on_the_running_server(tmp_path):
     assert f"data dir {data_dir};" in server.logs()  # the server says which
 
 
-def test_a_second_server_on_the_same_data_dir_stops_at_once_and_names_the_first(tmp_path):
+def test_a_second_server_on_the_same_data_dir_stops_at_once_and_names_the_first(
+    tmp_path, processes
+):
     data = tmp_path / "data"
     with ServerProcess(data) as first:  # with its embedded FalkorDB
         falkordb = int((data / "graph" / "falkordb.pid").read_text())

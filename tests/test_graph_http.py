@@ -365,7 +365,7 @@ def test_delete_with_the_graph_down_answers_503_and_deletes_nothing(
         assert hadar.search("Hadar Oslo").json() == {"facts": [], "status": "ok"}
 
 
-def test_engine_killed_mid_job_is_reclaimed_and_lands_once(tmp_path, stub, graph_target):
+def test_engine_killed_mid_job_is_reclaimed_and_lands_once(tmp_path, stub, graph_target, processes):
     stub.reset_counts()
     env = settings_env(**llm_settings(stub, graph_target.settings()), queue_lease_s=1.5)
     server = ServerProcess(tmp_path / "data", env=env).start()
@@ -387,7 +387,9 @@ def test_engine_killed_mid_job_is_reclaimed_and_lands_once(tmp_path, stub, graph
     assert len(graph_target.episodes(server.data_dir, "canopus")) == 1
 
 
-def test_replay_into_an_empty_graph_gives_the_same_episodes(tmp_path, stub, graph_target):
+def test_replay_into_an_empty_graph_gives_the_same_episodes(
+    tmp_path, stub, graph_target, processes
+):
     stub.set_mode(None)
     settings = llm_settings(stub, graph_target.settings())
     with AppServer(tmp_path / "data", **settings) as server:

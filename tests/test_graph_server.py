@@ -34,7 +34,7 @@ def query(server: FalkorServer, cypher: str):
 
 
 @pytest.fixture
-def server(tmp_path):
+def server(tmp_path, falkordb):
     with FalkorServer(tmp_path / "data", restart_delay_s=0.05) as server:
         yield server
 
@@ -57,7 +57,7 @@ def test_acknowledged_writes_survive_sigkill_and_it_comes_back(server):
     assert query(server, "MATCH (f:Fact) RETURN f.text") == [["kept"]]
 
 
-def test_an_orphan_from_a_killed_engine_is_stopped(tmp_path):
+def test_an_orphan_from_a_killed_engine_is_stopped(tmp_path, falkordb):
     orphan = FalkorServer(tmp_path / "data").start()
     orphan_pid = orphan.pid
     query(orphan, "CREATE (:Fact {text: 'from before'})")
@@ -67,7 +67,7 @@ def test_an_orphan_from_a_killed_engine_is_stopped(tmp_path):
         assert query(fresh, "MATCH (f:Fact) RETURN f.text") == [["from before"]]
 
 
-def test_stop_is_clean_and_final(tmp_path):
+def test_stop_is_clean_and_final(tmp_path, falkordb):
     server = FalkorServer(tmp_path / "data").start()
     pid, watcher = server.pid, server._watcher
     query(server, "CREATE (:Fact {text: 'flushed'})")
@@ -79,7 +79,7 @@ def test_stop_is_clean_and_final(tmp_path):
         assert query(again, "MATCH (f:Fact) RETURN f.text") == [["flushed"]]
 
 
-def test_the_server_dies_with_the_engine(tmp_path):
+def test_the_server_dies_with_the_engine(tmp_path, falkordb, processes):
     """An engine killed with SIGKILL takes its FalkorDB with it (PR_SET_PDEATHSIG)."""
     script = (
         "import sys, time; from engine.graph.server import FalkorServer;"

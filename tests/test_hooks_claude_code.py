@@ -25,7 +25,7 @@ from tests.fixtures_ingest import Transcript, all_events, client_env, pps, run_h
 
 
 @pytest.fixture
-def session(make_client, server, tmp_path):
+def session(make_client, server, tmp_path, processes):
     """A new entity, its client environment, and a transcript for one session. The hook
     budget is generous here so a busy test machine cannot turn a recall into silence;
     the budget itself is tested with a hung service below."""
@@ -202,7 +202,7 @@ def test_unknown_event_or_missing_token_exits_0_and_says_why_in_the_log(session,
     assert (tmp_path / "client" / "hooks.log").stat().st_mode & 0o777 == 0o600
 
 
-def test_a_refused_token_is_a_line_claude_code_shows_the_user(server, tmp_path):
+def test_a_refused_token_is_a_line_claude_code_shows_the_user(server, tmp_path, processes):
     """A revoked or wrong token (issue 27): every hook used to print nothing and say it only
     in hooks.log, so nothing was injected and nobody knew why. Each hook now answers
     Claude Code's `systemMessage` (shown to the user) naming the token file and the 401;
@@ -222,7 +222,9 @@ def test_a_refused_token_is_a_line_claude_code_shows_the_user(server, tmp_path):
     assert "3 hook calls wait in the spool" in line  # the start, the prompt, the Stop: kept
 
 
-def test_hooks_with_the_service_stopped_spool_and_exit_0_then_flush_delivers_once(tmp_path):
+def test_hooks_with_the_service_stopped_spool_and_exit_0_then_flush_delivers_once(
+    tmp_path, processes
+):
     server = AppServer(tmp_path / "data").start()
     try:
         token = create_entity(server.data_dir, "lyra")
@@ -256,7 +258,7 @@ def test_hooks_with_the_service_stopped_spool_and_exit_0_then_flush_delivers_onc
         server.stop()
 
 
-def test_a_hung_service_does_not_stall_the_hook(tmp_path):
+def test_a_hung_service_does_not_stall_the_hook(tmp_path, processes):
     server = ServerProcess(tmp_path / "data", env=settings_env(**NO_GRAPH)).start()
     try:
         token = create_entity(server.data_dir, "lyra")

@@ -90,7 +90,7 @@ def ours(hooks: dict) -> dict[str, list[dict]]:
 
 
 @pytest.fixture
-def codex_home(tmp_path):
+def codex_home(tmp_path, processes):
     """A Codex home holding the user's own hooks and config, and a client environment
     whose CODEX_HOME points at it."""
     home = tmp_path / "codex-home"
@@ -248,7 +248,7 @@ def test_reinstall_changes_nothing_and_uninstall_removes_only_ours(codex_home):
     assert names == ["docs"]
 
 
-def test_project_install_writes_private_files_in_its_codex_folder(tmp_path):
+def test_project_install_writes_private_files_in_its_codex_folder(tmp_path, processes):
     project = tmp_path / "project"
     project.mkdir()
     env = client_env("http://127.0.0.1:8765", "a-token", tmp_path / "client")
@@ -304,7 +304,7 @@ class Session:
 
 
 @pytest.fixture
-def session(make_client, server, tmp_path):
+def session(make_client, server, tmp_path, processes):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path, PPS_HOOK_BUDGET_S="20")
     return api, env, Session(tmp_path)
@@ -399,7 +399,7 @@ def test_input_that_is_no_codex_payload_stores_nothing_and_prints_nothing(sessio
 
 
 def test_a_real_codex_turn_is_captured_and_its_model_is_given_the_memory(
-    make_client, server, tmp_path
+    make_client, server, tmp_path, processes
 ):
     """`codex exec`, the real CLI with pps's hooks installed (and trusted), its model the
     stand-in LLM behind the Responses wire: Codex runs the hooks, the memory pps recalls

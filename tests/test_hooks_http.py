@@ -87,7 +87,7 @@ def test_an_empty_prompt_stores_nothing_and_adds_nothing(client, tmp_path):
 
 
 def test_a_repeated_prompt_is_two_turns_and_the_transcript_sweep_stores_neither_again(
-    server, client, tmp_path
+    server, client, tmp_path, processes
 ):
     env = client_env(server.url, token_of(client), tmp_path, PPS_HOOK_BUDGET_S="20")
     transcript = Transcript(tmp_path / "t.jsonl")
@@ -172,7 +172,7 @@ def run_hooks(settings: dict, event: str, body: dict, cwd, env: dict) -> list[di
 
 
 def test_three_prompts_while_the_service_is_down_are_each_stored_once_when_it_is_back(
-    tmp_path,
+    tmp_path, processes
 ):
     server = AppServer(tmp_path / "data").start()
     try:

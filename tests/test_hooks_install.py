@@ -10,6 +10,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures_ingest import (
     KETTLE,
     KETTLE_PROMPT,
@@ -23,6 +25,8 @@ from tests.fixtures_ingest import (
     token_of,
 )
 from tests.stub_llm import StubLLM
+
+pytestmark = pytest.mark.process  # every test runs `pps hooks` as a user types it
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
 THEIRS = {

@@ -47,7 +47,7 @@ def ours(settings: dict) -> dict[str, list[dict]]:
 
 
 @pytest.fixture
-def letta_home(tmp_path):
+def letta_home(tmp_path, processes):
     """A home whose ~/.letta/settings.json holds the user's own settings and hooks."""
     home = tmp_path / "home"
     (home / ".letta").mkdir(parents=True)
@@ -90,7 +90,7 @@ def test_reinstall_changes_nothing_and_uninstall_removes_only_ours(letta_home):
     assert json.loads(path.read_text()) == THEIRS
 
 
-def test_project_install_goes_to_the_local_file_private(tmp_path):
+def test_project_install_goes_to_the_local_file_private(tmp_path, processes):
     project = tmp_path / "project"
     project.mkdir()
     env = client_env("http://127.0.0.1:8765", "a-token", tmp_path / "client")
@@ -124,7 +124,7 @@ class Conversation:
 
 
 @pytest.fixture
-def conversation(make_client, server, tmp_path):
+def conversation(make_client, server, tmp_path, processes):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path, PPS_HOOK_BUDGET_S="20")
     return api, env, Conversation(tmp_path)

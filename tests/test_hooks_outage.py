@@ -73,7 +73,7 @@ def messages(url: str, token: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("host", HOSTS)
 def test_three_prompts_while_the_service_is_down_are_each_stored_once_when_it_is_back(
-    host, tmp_path
+    host, tmp_path, processes
 ):
     server = AppServer(tmp_path / "data").start()
     try:
@@ -104,7 +104,7 @@ def test_three_prompts_while_the_service_is_down_are_each_stored_once_when_it_is
 
 
 @pytest.mark.parametrize("host", HOSTS)
-def test_a_spooled_call_sent_twice_stores_nothing_new(host, tmp_path):
+def test_a_spooled_call_sent_twice_stores_nothing_new(host, tmp_path, processes):
     """A client killed after the service took its spooled calls but before it struck
     them from the spool sends them again: they are the same calls (their ids), so the
     service gives them the uids it gave them the first time, a repeated prompt's count

@@ -21,7 +21,9 @@ def status_of(output: str) -> dict[str, list[str]]:
     return hosts
 
 
-def test_status_lists_every_host_and_whether_its_last_call_reached(make_client, server, tmp_path):
+def test_status_lists_every_host_and_whether_its_last_call_reached(
+    make_client, server, tmp_path, processes
+):
     api = make_client()
     home = tmp_path / "home"
     env = client_env(server.url, token_of(api), tmp_path, HOME=str(home))
@@ -60,7 +62,7 @@ def test_status_lists_every_host_and_whether_its_last_call_reached(make_client, 
         assert any("refused" in line and "401" in line for line in lines), lines
 
 
-def test_status_says_when_nothing_is_installed(tmp_path):
+def test_status_says_when_nothing_is_installed(tmp_path, processes):
     env = client_env("http://127.0.0.1:9", "a-token", tmp_path, HOME=str(tmp_path / "home"))
     env["CODEX_HOME"] = str(tmp_path / "home" / ".codex")
     done = pps("hooks", "status", env=env)
@@ -68,7 +70,7 @@ def test_status_says_when_nothing_is_installed(tmp_path):
 
 
 def test_claude_codes_http_hook_and_its_command_hooks_each_show_their_own_last_call(
-    make_client, server, tmp_path
+    make_client, server, tmp_path, processes
 ):
     """The http hook's line showed the command hooks' record (`claude-code`); it reads
     the http hook's own (`claude-code-http`, as the service names a call on its route)."""

@@ -34,7 +34,7 @@ def write_sessions(folder, sessions=2, rounds=3) -> list[Transcript]:
     return written
 
 
-def test_import_transcripts_then_again(make_client, server, tmp_path):
+def test_import_transcripts_then_again(make_client, server, tmp_path, processes):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path)
     sessions = write_sessions(tmp_path)
@@ -68,7 +68,9 @@ def test_import_transcripts_then_again(make_client, server, tmp_path):
     assert len(all_events(api)) == 12
 
 
-def test_a_session_captured_by_the_hooks_imports_as_duplicates(make_client, server, tmp_path):
+def test_a_session_captured_by_the_hooks_imports_as_duplicates(
+    make_client, server, tmp_path, processes
+):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path)
     transcript = Transcript(tmp_path / "live.jsonl")
@@ -85,7 +87,7 @@ def test_a_session_captured_by_the_hooks_imports_as_duplicates(make_client, serv
     assert len(all_events(api)) == 4
 
 
-def test_import_with_the_service_stopped_spools_then_flush(tmp_path):
+def test_import_with_the_service_stopped_spools_then_flush(tmp_path, processes):
     server = AppServer(tmp_path / "data").start()
     try:
         token = create_entity(server.data_dir, "lyra")

@@ -82,7 +82,7 @@ def daemon_database(path) -> None:
     db.close()
 
 
-def test_import_a_daemon_database_then_again(make_client, server, tmp_path):
+def test_import_a_daemon_database_then_again(make_client, server, tmp_path, processes):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path)
     path = tmp_path / "lyra_memory.db"
@@ -115,7 +115,7 @@ def test_import_a_daemon_database_then_again(make_client, server, tmp_path):
     assert (again["imported"], again["duplicates"]) == (0, 7)
 
 
-def test_live_capture_and_import_store_a_message_once(make_client, server, tmp_path):
+def test_live_capture_and_import_store_a_message_once(make_client, server, tmp_path, processes):
     api = make_client()
     path = tmp_path / "lyra_memory.db"
     daemon_database(path)
@@ -143,7 +143,7 @@ def test_live_capture_and_import_store_a_message_once(make_client, server, tmp_p
     assert len([e for e in all_events(api) if e["event_uid"] == "discord:7005"]) == 1
 
 
-def test_a_file_that_is_not_a_daemon_database_is_refused(make_client, server, tmp_path):
+def test_a_file_that_is_not_a_daemon_database_is_refused(make_client, server, tmp_path, processes):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path)
     text = tmp_path / "notes.db"

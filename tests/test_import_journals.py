@@ -29,7 +29,7 @@ def journal_folder(root):
     return folder
 
 
-def test_import_journals_then_again(make_client, server, tmp_path):
+def test_import_journals_then_again(make_client, server, tmp_path, processes):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path, PPS_MAX_CONTENT_BYTES="10000")
     folder = journal_folder(tmp_path)
@@ -75,7 +75,7 @@ def openclaw_workspace(root):
     return workspace
 
 
-def test_private_text_in_a_journal_is_never_imported(make_client, server, tmp_path):
+def test_private_text_in_a_journal_is_never_imported(make_client, server, tmp_path, processes):
     """Stripped before the journal is cut in parts (a span may cross a cut); a journal
     that is only private text is skipped, saying why."""
     api = make_client()
@@ -94,7 +94,9 @@ def test_private_text_in_a_journal_is_never_imported(make_client, server, tmp_pa
     assert "3141" not in stored  # the span's end, past the cut, was kept once
 
 
-def test_an_openclaw_workspace_imports_as_events_that_search_finds(make_client, server, tmp_path):
+def test_an_openclaw_workspace_imports_as_events_that_search_finds(
+    make_client, server, tmp_path, processes
+):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path)
     workspace = openclaw_workspace(tmp_path)
@@ -126,7 +128,7 @@ def test_an_openclaw_workspace_imports_as_events_that_search_finds(make_client, 
     assert len(all_events(api, channel="openclaw")) == 4
 
 
-def test_no_import_claims_to_attach_a_folder(make_client, server, tmp_path):
+def test_no_import_claims_to_attach_a_folder(make_client, server, tmp_path, processes):
     """`--attach` recorded a folder in a client-side file the service never read, and said
     "attached": it is gone, and no import's help offers it."""
     env = client_env(server.url, token_of(make_client()), tmp_path)
@@ -139,7 +141,7 @@ def test_no_import_claims_to_attach_a_folder(make_client, server, tmp_path):
     assert not list((tmp_path / "client").glob("attachments-*.json"))
 
 
-def test_a_folder_that_is_not_a_workspace_is_refused(make_client, server, tmp_path):
+def test_a_folder_that_is_not_a_workspace_is_refused(make_client, server, tmp_path, processes):
     api = make_client()
     env = client_env(server.url, token_of(api), tmp_path)
     empty = tmp_path / "empty"
@@ -149,7 +151,7 @@ def test_a_folder_that_is_not_a_workspace_is_refused(make_client, server, tmp_pa
     assert all_events(api) == []
 
 
-def test_piped_output_is_the_summary_alone(make_client, server, tmp_path):
+def test_piped_output_is_the_summary_alone(make_client, server, tmp_path, processes):
     """`pps import ... | cat`: no progress bar leftovers (blank lines) on either stream."""
     env = client_env(server.url, token_of(make_client()), tmp_path)
     done = pps("import", "journals", str(journal_folder(tmp_path)), env=env)

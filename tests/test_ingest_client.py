@@ -39,7 +39,7 @@ def own_server(tmp_path):
 
 
 @pytest.fixture
-def own_process(tmp_path):
+def own_process(tmp_path, processes):
     """A `pps serve` of this test's own, which it may freeze (SIGSTOP)."""
     server = ServerProcess(tmp_path / "data", env=settings_env(**NO_GRAPH)).start()
     token = create_entity(server.data_dir, "lyra")
@@ -66,7 +66,9 @@ def test_send_stores_and_leaves_no_spool_behind(make_client, server, tmp_path):
     assert spool.rejected_path.exists() is False
 
 
-def test_stopped_service_spools_and_the_next_flush_sends_in_order_once(own_server, tmp_path):
+def test_stopped_service_spools_and_the_next_flush_sends_in_order_once(
+    own_server, tmp_path, processes
+):
     server, token = own_server
     server.stop()
     spool = Spool(tmp_path / "client" / "spool.jsonl")
@@ -230,7 +232,7 @@ os.kill(os.getpid(), 9)  # SIGKILL: no cleanup of any kind
 """
 
 
-def test_sigkill_between_spool_and_flush_loses_nothing(own_server, tmp_path):
+def test_sigkill_between_spool_and_flush_loses_nothing(own_server, tmp_path, processes):
     server, token = own_server
     server.stop()
     spool_path = tmp_path / "client" / "spool.jsonl"
@@ -250,7 +252,7 @@ def test_sigkill_between_spool_and_flush_loses_nothing(own_server, tmp_path):
     assert sorted(stored_uids(server)) == sorted(f"k-{i}" for i in range(300))
 
 
-def test_sigkill_mid_flush_then_flush_again_stores_each_event_once(own_server, tmp_path):
+def test_sigkill_mid_flush_then_flush_again_stores_each_event_once(own_server, tmp_path, processes):
     server, token = own_server
     total = 10_000
     spool = Spool(tmp_path / "client" / "spool.jsonl")
@@ -284,7 +286,7 @@ def test_sigkill_mid_flush_then_flush_again_stores_each_event_once(own_server, t
     assert not spool.sending.exists() and not spool.path.exists()
 
 
-def test_flush_command_reports_service_down(tmp_path):
+def test_flush_command_reports_service_down(tmp_path, processes):
     spool = Spool(tmp_path / "client" / "spool.jsonl")
     spool.append(turns("waiting", 3))
     env = client_env("http://127.0.0.1:9", "pps_x", tmp_path, PPS_SPOOL_PATH=str(spool.path))
@@ -294,7 +296,7 @@ def test_flush_command_reports_service_down(tmp_path):
     assert spool.pending() == 3
 
 
-def test_flush_without_a_token_names_the_setting(tmp_path):
+def test_flush_without_a_token_names_the_setting(tmp_path, processes):
     env = client_env("http://127.0.0.1:9", "x", tmp_path)
     del env["PPS_TOKEN_FILE"]
     done = pps("ingest", "flush", env=env)
@@ -324,7 +326,7 @@ def spool_while_down(server, env, n: int):
     return client.spool.path
 
 
-def test_flush_and_import_take_the_token_file_option(own_server, tmp_path):
+def test_flush_and_import_take_the_token_file_option(own_server, tmp_path, processes):
     """As `pps mcp` and `pps hooks install` do; a --token-file on the command line wins
     over a PPS_TOKEN left in the environment."""
     server, token = own_server
@@ -349,7 +351,9 @@ def test_flush_and_import_take_the_token_file_option(own_server, tmp_path):
     assert len(stored_uids(server)) == 4
 
 
-def test_flush_says_which_service_and_spool_and_where_other_events_wait(own_server, tmp_path):
+def test_flush_says_which_service_and_spool_and_where_other_events_wait(
+    own_server, tmp_path, processes
+):
     """The first hour: events spooled for the service while it was down, then a flush with
     the wrong port. It used to answer "0 waiting" (about another spool, that of the wrong
     port's service) and exit 0, the events untouched. Now it says the service does not
@@ -384,7 +388,7 @@ def test_flush_says_which_service_and_spool_and_where_other_events_wait(own_serv
     assert sorted(stored_uids(server)) == [f"waiting-{i}" for i in range(3)]
 
 
-def test_flush_with_a_token_the_service_refuses_says_so(make_client, server, tmp_path):
+def test_flush_with_a_token_the_service_refuses_says_so(make_client, server, tmp_path, processes):
     env = client_env(server.url, "pps_revoked_or_mistyped", tmp_path)
     done = pps("ingest", "flush", env=env)
     assert done.returncode == 1 and "HTTP 401" in done.stderr

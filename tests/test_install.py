@@ -19,7 +19,7 @@ SHIPPED = "engine/store/migrations/"
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def wheel(tmp_path_factory, processes) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [*PIP, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(out), str(ROOT)],
@@ -47,7 +47,7 @@ def test_the_wheel_carries_the_web_faces_templates_and_script(wheel):
         assert files and files <= names, sorted(files - names)
 
 
-def test_an_installed_wheel_finds_its_migrations(wheel, tmp_path):
+def test_an_installed_wheel_finds_its_migrations(wheel, tmp_path, processes):
     site = tmp_path / "site"
     subprocess.run(
         [*PIP, "install", "--no-deps", "--target", str(site), str(wheel)],

@@ -204,7 +204,7 @@ libraries (the importers show progress with rich): httpx's own command line brin
 
 
 @pytest.mark.parametrize("module", CLIENT_SIDE)
-def test_the_client_side_loads_nothing_heavy(module):
+def test_the_client_side_loads_nothing_heavy(module, processes):
     probe = (
         f"import json, sys; import {module}; "
         f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
@@ -219,7 +219,7 @@ def test_the_client_side_loads_nothing_heavy(module):
     assert not loaded & heavy, f"{module} loads {sorted(loaded & heavy)}"
 
 
-def test_the_hook_client_runs_on_the_standard_library_alone(tmp_path):
+def test_the_hook_client_runs_on_the_standard_library_alone(tmp_path, processes):
     """What every command hook of every host runs (ingest/hook.py, as installed: `-I -S`)
     loads the standard library and, of pps, the stripping of private text: no third-party
     package, none of pps's settings or HTTP client (the whole CLI's ~460 modules were
@@ -248,7 +248,7 @@ def test_the_hook_client_runs_on_the_standard_library_alone(tmp_path):
     assert "1 hook call waits in the spool" in (tmp_path / "hooks.log").read_text()  # it ran
 
 
-def test_serve_refuses_a_remote_host_before_loading_the_engine(tmp_path):
+def test_serve_refuses_a_remote_host_before_loading_the_engine(tmp_path, processes):
     probe = (
         "import json, sys\n"
         "from pps.cli import app\n"
@@ -264,6 +264,30 @@ def test_serve_refuses_a_remote_host_before_loading_the_engine(tmp_path):
     code, loaded = json.loads(done.stdout.splitlines()[-1])
     assert code == 1 and "refusing to listen on 0.0.0.0" in done.stderr
     assert not set(loaded) & set(HEAVY), sorted(set(loaded) & set(HEAVY))
+
+
+def test_a_light_command_loads_nothing_heavy_through_the_front_door(tmp_path, processes):
+    """`pps entity list` reaches the engine through engine.api (Service.open) and loads
+    what listing entities needs, the database: not search, the graph, a model or an LLM
+    client (the whole engine was ~0.6 s of its start, three times what it had cost before
+    the front door). It runs to the end on a data dir with an entity, so what it loads
+    while it works counts too."""
+    probe = (
+        "import json, sys\n"
+        "from pps.cli import app\n"
+        "for argv in (['entity', 'create', 'probe'], ['entity', 'list']):\n"
+        "    try:\n"
+        f"        app([*argv, '--data-dir', {str(tmp_path)!r}])\n"
+        "    except SystemExit as exc:\n"
+        "        assert not exc.code, exc.code\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert "probe  created " in done.stdout  # it listed the entity it made
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
 FACES = ("pps.rest", "pps.web", "mcp_bridge")

@@ -57,7 +57,7 @@ def healthy(stub):
 
 
 @pytest.fixture(scope="module")
-def falkor(tmp_path_factory):
+def falkor(tmp_path_factory, falkordb):
     with FalkorServer(tmp_path_factory.mktemp("graph")) as server:
         yield {"graph_backend": "falkordb", "graph_url": f"unix://{server.socket_path}"}
 

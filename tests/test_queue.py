@@ -198,7 +198,7 @@ def test_expired_lease_is_claimed_again_and_the_late_finisher_is_ignored(db):
     assert states(db) == {"orphan": "done"}
 
 
-def test_worker_process_killed_mid_job_is_reclaimed_and_finishes_once(db, tmp_path):
+def test_worker_process_killed_mid_job_is_reclaimed_and_finishes_once(db, tmp_path, processes):
     add(db, "survivor")
     started = tmp_path / "started"
     script = textwrap.dedent(

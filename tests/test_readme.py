@@ -45,7 +45,7 @@ def user(tmp_path) -> dict[str, str]:
     return env
 
 
-def test_the_walk_through_runs_as_printed(user, tmp_path):
+def test_the_walk_through_runs_as_printed(user, tmp_path, processes):
     blocks = walk_through()
     assert blocks[0].strip() == "make run", "the walk-through starts the service"
     port = free_port()

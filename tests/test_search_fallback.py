@@ -131,7 +131,7 @@ runtime.stop()
 """
 
 
-def test_without_the_reranker_search_still_ranks_and_health_says_why(tmp_path):
+def test_without_the_reranker_search_still_ranks_and_health_says_why(tmp_path, processes):
     """The reranker's package missing (an install without it): searches answer as
     without a reranker, and /health names it down with the reason."""
     said = ["I adopted a scruffy terrier", "The report is due on Friday"]
@@ -165,7 +165,7 @@ print(json.dumps({"environment": os.environ.get("HF_HUB_OFFLINE"), "why": why, "
 """
 
 
-def test_a_model_not_on_disk_is_not_fetched_and_the_environment_is_left_alone(tmp_path):
+def test_a_model_not_on_disk_is_not_fetched_and_the_environment_is_left_alone(tmp_path, processes):
     """EMBEDDING_MODEL names a fastembed model that is not on disk, HF_HUB_OFFLINE is not
     set: pps contacts nothing (the model is only looked for among the files it has) and
     writes nothing into the process's environment."""

@@ -117,7 +117,7 @@ def test_a_symlinked_folder_that_leaves_the_home_is_not_indexed(server, client, 
 
 
 @pytest.mark.timeout(120)
-def test_reindex_rebuilds_the_index_from_disk(server, client):
+def test_reindex_rebuilds_the_index_from_disk(server, client, processes):
     write(server, client, "memory/facts.md", "The spare bulbs are in the hallway drawer.\n")
     wait_for(lambda: "memory/facts.md" in paths(search(client, "light bulbs")))
     output = server.pps("reindex", "--entity", client.entity)

@@ -24,6 +24,8 @@ from tests.conftest import AppServer, wait_for
 from tests.mcp_client import call, session
 from tests.searching import home, write
 
+pytestmark = pytest.mark.process  # every test runs the relay, `pps mcp`
+
 PPS_MCP = [sys.executable, "-m", "pps.cli", "mcp"]
 """How the relay is spawned; the one place to change it."""
 READ_TIMEOUT = 30

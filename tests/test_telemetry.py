@@ -186,7 +186,7 @@ def user(place) -> dict[str, str]:
 
 
 @pytest.mark.timeout(900)  # some 35 processes: about a minute on an idle machine, more if busy
-def test_serve_and_every_command_send_nothing(user, place):
+def test_serve_and_every_command_send_nothing(user, place, processes):
     home = Path(user["HOME"])
     watch = Path(user["PPS_TEST_WATCH"])
     table = commands(place)
@@ -229,7 +229,7 @@ def test_serve_and_every_command_send_nothing(user, place):
     assert not [p for p in left if "graphiti" in p or "Microsoft" in p], left
 
 
-def test_the_neo4j_pps_starts_reports_no_usage(neo4j_server):
+def test_the_neo4j_pps_starts_reports_no_usage(neo4j_server, processes):
     """`make neo4j` and the tests run the launcher; Neo4j's usage reports are off in it."""
     import neo4j
 

@@ -28,7 +28,7 @@ def stub():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, stub):
+def server(tmp_path_factory, stub, falkordb):
     settings = {
         **FAST,
         "llm_provider": "openai_compatible",
