@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -404,9 +405,14 @@ def create_entity(data_dir: Path, name: str) -> str:
         db.close()
 
 
+TLS = ssl.create_default_context()
+"""One TLS context for the tests' HTTP clients: without it httpx makes one for each
+client, reading the CA bundle again (27 ms a client, a quarter of the quick loop's time)."""
+
+
 def connect(server, token: str | None) -> httpx.Client:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Client(base_url=server.url, headers=headers, timeout=30)
+    return httpx.Client(base_url=server.url, headers=headers, timeout=30, verify=TLS)
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.conftest import TLS
+
 
 class ToolFailed(Exception):
     pass
@@ -22,7 +24,7 @@ def session(url: str, token: str | None, script: Callable[[Client], Any]) -> Any
     async def run():
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            httpx2.AsyncClient(headers=headers, timeout=60, verify=TLS) as http,
             Client(streamable_http_client(url, http_client=http)) as client,
         ):
             return await script(client)

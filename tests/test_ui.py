@@ -15,7 +15,7 @@ import pytest
 from engine.capture import entities
 from engine.store import queue
 from pps.web.sessions import SignIns
-from tests.conftest import AppServer
+from tests.conftest import TLS, AppServer
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
@@ -25,7 +25,9 @@ class UI:
 
     def __init__(self, server: AppServer, token: str):
         self.server, self.token = server, token
-        self.http = httpx.Client(base_url=server.url, headers={"Origin": server.url}, timeout=30)
+        self.http = httpx.Client(
+            base_url=server.url, headers={"Origin": server.url}, timeout=30, verify=TLS
+        )
         self.csrf: str | None = None
 
     def sign_in(self, token: str | None = None) -> httpx.Response:
@@ -67,7 +69,10 @@ def make_ui(server):
         ui = UI(server, entities.create(server.db, name))
         ui.name = name
         ui.api = httpx.Client(
-            base_url=server.url, headers={"Authorization": f"Bearer {ui.token}"}, timeout=30
+            base_url=server.url,
+            headers={"Authorization": f"Bearer {ui.token}"},
+            timeout=30,
+            verify=TLS,
         )
         made.append(ui)
         return ui
