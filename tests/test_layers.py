@@ -269,7 +269,7 @@ def test_serve_refuses_a_remote_host_before_loading_the_engine(tmp_path, process
 def test_a_light_command_loads_nothing_heavy_through_the_front_door(tmp_path, processes):
     """`pps entity list` reaches the engine through engine.api (Service.open) and loads
     what listing entities needs, the database: not search, the graph, a model or an LLM
-    client (the whole engine was ~0.6 s of its start, three times what it had cost before
+    client (the whole engine was ~0.7 s of its start, 3.5 times what it had cost before
     the front door). It runs to the end on a data dir with an entity, so what it loads
     while it works counts too."""
     probe = (

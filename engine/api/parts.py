@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from engine.capture.events import Capture
-from engine.graph.backend import Graph
-from engine.kernel.config import Settings
-from engine.search.index import Index
-from engine.store.db import Database
+if TYPE_CHECKING:  # named for the type checker: a part loads what it uses when it is used
+    from engine.capture.events import Capture
+    from engine.graph.backend import Graph
+    from engine.kernel.config import Settings
+    from engine.search.index import Index
+    from engine.store.db import Database
 
 
 class Parts(Protocol):

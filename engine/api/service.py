@@ -4,6 +4,10 @@ The server makes one at start (`Service.start`) over its running engine
 (`engine.runtime.Runtime`: the workers, the models, the graph) and stops it at shutdown.
 A command that works on the data dir itself opens one (`Service.open`): the same parts,
 nothing started in the background.
+
+This module loads the settings, the database and the lock alone; each part and method
+loads the engine modules it uses when it is first used, so that a light command (`pps
+entity list`) starts as fast as the database opens, without search, the graph or a model.
 """
 
 from __future__ import annotations
@@ -12,46 +16,71 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine import backlogs, consistency, health
-from engine.api.admin import Backups, Entities, Statuses, Stores
-from engine.api.memory import Memory
-from engine.api.parts import Parts
-from engine.capture.clients import Call, ClientRecord, Recorder
-from engine.capture.events import Capture
-from engine.consistency import CheckReport
-from engine.graph import episodes, texture
-from engine.graph.backend import Graph
-from engine.graph.texture import ReplayOutcome
 from engine.kernel.config import Settings
 from engine.kernel.lock import DataDirBusy, DataDirLock
-from engine.runtime import CAPTURE_LISTENERS, Runtime
-from engine.search import watch
-from engine.search.index import Index, SyncReport
-from engine.store import queue
 from engine.store.db import Database
-from engine.store.queue import QueueStatus
+
+if TYPE_CHECKING:
+    from engine.api.backups import Backups
+    from engine.api.entities import Entities
+    from engine.api.memory import Memory
+    from engine.api.parts import Parts
+    from engine.api.statuses import Statuses
+    from engine.api.stores import Stores
+    from engine.capture.clients import Call, ClientRecord, Recorder
+    from engine.capture.events import Capture
+    from engine.consistency import CheckReport
+    from engine.graph.texture import ReplayOutcome
+    from engine.runtime import Runtime
+    from engine.search.index import Index, SyncReport
+    from engine.store.queue import QueueStatus
 
 
 @dataclass
 class Opened:
-    """The parts a command opens on a data dir no server need be running on. With
-    `reach` (the command's name), the graph is reached (`reach_graph`) when a part first
-    asks for it: a command that fails before, on an entity that does not exist say,
-    starts none."""
+    """The parts a command opens on a data dir no server need be running on, each made
+    when a part first asks for it: the search index, capture with the runtime's
+    listeners, and, with `reach` (the command's name), the graph (`reach_graph`). A
+    command that lists entities makes none of them; one that fails first, on an entity
+    that does not exist say, starts no graph."""
 
     settings: Settings
     db: Database
     reach: str | None = None
-    index: Index = field(init=False)
-    capture: Capture = field(init=False)
+    _index: Index | None = field(init=False, default=None)
+    _capture: Capture | None = field(init=False, default=None)
     _graph: Any = field(init=False, default=None)
     _reached: ExitStack | None = field(init=False, default=None)
 
-    def __post_init__(self) -> None:
-        self.index = Index(self.settings, self.db)
-        self.capture = Capture(self.db, CAPTURE_LISTENERS)
+    @property
+    def index(self) -> Index:
+        """The search index, made when a part first asks for it."""
+        if self._index is None:
+            from engine.search.index import Index
+
+            self._index = Index(self.settings, self.db)
+        return self._index
+
+    @index.setter
+    def index(self, index: Index) -> None:
+        """Parts names a settable index, as the server's runtime holds one."""
+        self._index = index
+
+    @property
+    def capture(self) -> Capture:
+        """Capture, with the listeners the server's runtime gives it (engine.runtime)."""
+        if self._capture is None:
+            from engine.capture.events import Capture
+            from engine.runtime import CAPTURE_LISTENERS
+
+            self._capture = Capture(self.db, CAPTURE_LISTENERS)
+        return self._capture
+
+    @capture.setter
+    def capture(self, capture: Capture) -> None:
+        self._capture = capture
 
     @property
     def graph(self) -> Any:
@@ -83,6 +112,8 @@ class Service:
     @classmethod
     def start(cls, settings: Settings) -> Service:
         """The server's: open the database and start the engine beside the requests."""
+        from engine.runtime import Runtime
+
         db = Database.open(settings)
         runtime = Runtime(settings, db)
         runtime.start()
@@ -109,30 +140,42 @@ class Service:
 
     def memory(self, entity: str) -> Memory:
         """`entity`'s memory (the caller has made sure it is the caller's)."""
+        from engine.api.memory import Memory
+
         return Memory(self.parts, entity)
 
-    # --- the operator's parts ---
+    # --- the operator's parts (each loads what it stands on when first asked for) ---
 
     @cached_property
     def entities(self) -> Entities:
+        from engine.api.entities import Entities
+
         return Entities(self.parts)
 
     @cached_property
     def stores(self) -> Stores:
+        from engine.api.stores import Stores
+
         return Stores(self.parts)
 
     @cached_property
     def backups(self) -> Backups:
+        from engine.api.backups import Backups
+
         return Backups(self.settings, self.db)
 
     @cached_property
     def statuses(self) -> Statuses:
+        from engine.api.statuses import Statuses
+
         return Statuses(self.settings, self.db)
 
     # --- across the entities ---
 
     def health(self) -> dict[str, Any]:
         """Each component's status, no data and no names (GET /health)."""
+        from engine import health
+
         assert self.runtime is not None, "only a running server reports its health"
         return health.report(self.runtime)
 
@@ -140,13 +183,20 @@ class Service:
         return self.runtime is None or self.runtime.loaded()
 
     def queue(self, entity: str | None = None) -> QueueStatus:
+        from engine import backlogs
+
         return backlogs.queue_status(self.db, self.settings, entity)
 
     def retry(self, entity: str | None = None, dead: bool = False) -> int:
+        from engine.store import queue
+
         return queue.retry(self.db, entity, dead)
 
     def extracting(self, entity: str) -> int:
         """How many of `entity`'s episodes are being extracted into the graph now."""
+        from engine.graph import episodes
+        from engine.store import queue
+
         running = queue.counts(self.db.conn, episodes.JOB_KIND, entity, states=("running",))
         return running["running"]
 
@@ -160,8 +210,10 @@ class Service:
     ) -> SyncReport:
         """Rebuild the search index of `name` (an entity, or a shared store's
         `shared:<store>`) from its files and the event log; vectors of another model are
-        replaced, and every one with `re_embed`. Raises ModelUnavailable (engine.api.admin)
+        replaced, and every one with `re_embed`. Raises ModelUnavailable (engine.api.statuses)
         once the files are indexed, when the embedding model cannot load."""
+        from engine.search import watch
+
         return watch.sync(
             self.parts.index, name, rebuild=True, re_embed=re_embed, progress=progress
         )
@@ -175,11 +227,15 @@ class Service:
         """Rebuild the graph of `entities` from the event log and wait for it: the running
         server's workers do it, or this process (`fresh`: emptied first, no server
         running). Resumable."""
+        from engine.graph import texture
+
         return texture.rebuild(self.settings, self.db, entities, fresh=fresh, progress=progress)
 
     def check(self, entities: list[str] | None = None, repair: bool = False) -> CheckReport:
         """Whether every layer agrees with raw capture, for `entities` (every entity and
         shared store the index keeps)."""
+        from engine import consistency
+
         names = self.entities.index_keys() if entities is None else entities
         return consistency.run(self.parts.index, self.parts.graph, names, repair=repair)
 
@@ -221,6 +277,7 @@ def reach_graph(settings: Settings, db: Database, command: str) -> Iterator[Any]
     if settings.graph_backend == "none":
         yield None
         return
+    from engine.graph.backend import Graph
     from engine.graph.store import GraphStore
 
     embedded = settings.graph_backend == "falkordb" and not settings.graph_url

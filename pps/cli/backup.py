@@ -42,7 +42,7 @@ def backup(
     is re-derived after a restore (`pps replay graph`)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from engine.api.admin import BackupError, Backups
+    from engine.api.backups import BackupError, Backups
     from engine.backup.archiving import Encryption
 
     settings = settings_for(data_dir=data_dir)
@@ -95,7 +95,7 @@ def restore(
     """Check every member of the archive against its manifest, then write it into an
     empty data dir (0600 files, 0700 folders). A wrong passphrase or key, a damaged or
     altered archive, or a folder that is not empty is refused, and nothing is written."""
-    from engine.api.admin import BackupError, Backups
+    from engine.api.backups import BackupError, Backups
 
     os.umask(0o077)
     identities = None

@@ -26,7 +26,7 @@ from pps.cli.options import DataDir, Port, settings_for
 
 if TYPE_CHECKING:
     from engine.api import Service
-    from engine.api.admin import Statuses
+    from engine.api.statuses import Statuses
 
 BAD = ("down", "refused", "failing", "full")
 _RANK = {"failing": 1, "full": 2, "refused": 2, "down": 2}
@@ -43,7 +43,7 @@ def doctor(data_dir: DataDir = None, port: Port = None) -> None:
     typer.echo(f"{'data dir':12} {settings.data_dir!s}  ({_why_this_dir(data_dir, settings)})")
 
     from engine.api import Service  # loaded once the first line is out
-    from engine.api.admin import Statuses
+    from engine.api.statuses import Statuses
 
     service, served = _service(settings)
     with contextlib.ExitStack() as held:

@@ -40,7 +40,7 @@ def export(
     summaries.jsonl, inventory.jsonl, its home's files under home/, and export.json.
     Unchanged data exports to the same bytes; over an earlier export of the same entity,
     only what changed changes."""
-    from engine.api.admin import Backups, ExportError
+    from engine.api.backups import Backups, ExportError
 
     settings = settings_for(data_dir=data_dir)
     try:
@@ -78,7 +78,7 @@ def import_export(
     the only line on stdout; the report goes to stderr. Everything is checked first: a bad
     line or a conflicting file is refused with nothing written."""
     from engine.api import Service
-    from engine.api.admin import Backups, ExportError
+    from engine.api.backups import Backups, ExportError
     from pps.cli.entity import deliver_token
 
     os.umask(0o077)

@@ -63,7 +63,7 @@ def reindex(
     from rich.progress import Progress
 
     from engine.api import Service
-    from engine.api.admin import ModelUnavailable
+    from engine.api.statuses import ModelUnavailable
 
     unavailable = None
     with Service.open(settings_for(data_dir=data_dir)) as service:

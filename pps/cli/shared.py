@@ -15,7 +15,7 @@ import typer
 from pps.cli.options import DataDir, engine_errors, settings_for
 
 if TYPE_CHECKING:
-    from engine.api.admin import Stores
+    from engine.api.stores import Stores
     from engine.contracts.stores import Store
 
 app = typer.Typer(help="Shared stores: one memory for several entities.", no_args_is_help=True)

@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, Field
 
-from engine.api.admin import Entities
+from engine.api.entities import Entities
 from engine.backup.records import BackupRecord
 from engine.contracts.shared_memory import (
     Added,
