@@ -353,3 +353,32 @@ def test_a_worker_thread_that_ended_is_down_in_health(db):
         assert health["kinds"]["leases"]["status"] == "ok"
     finally:
         workers.stop()
+
+
+def test_closing_the_database_waits_for_a_write_in_progress(db):
+    """A worker that outlives the runtime's stop (its job ran past the join's timeout on
+    a busy machine) is still writing when the server closes the database: its write
+    commits, rather than have its connection closed under it (which crashed the
+    process)."""
+    writing, finish = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        with db.write() as conn:
+            conn.execute(
+                "INSERT INTO entities (name, token_hash, created_at) VALUES ('late', 'x', 'y')"
+            )
+            writing.set()
+            finish.wait(10)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    writing.wait(10)
+    closing = threading.Thread(target=db.close)
+    closing.start()
+    closing.join(0.5)  # time to close under the write, were it not waited for
+    assert closing.is_alive(), "close did not wait for the write in progress"
+    finish.set()
+    thread.join(10)
+    closing.join(10)
+    reopened = sqlite3.connect(db.path)
+    assert reopened.execute("SELECT count(*) FROM entities WHERE name = 'late'").fetchone()[0] == 1

@@ -267,7 +267,10 @@ class Database:
         return self.schema_version()
 
     def close(self) -> None:
-        with self._all_lock:
+        """Close every thread's connection, once a write in progress is done: a thread
+        still writing (a worker that outlived the runtime's stop on a busy machine) must
+        not have its connection closed under it, which crashes the process."""
+        with self._write_lock, self._all_lock:
             for conn in self._all:
                 conn.close()
             self._all.clear()
