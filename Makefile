@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint format clean neo4j llama
+.PHONY: run test quick lint format clean neo4j llama
 
 # Data in the user's data folder (~/.local/share/pps), where every `pps` command looks
 # by default; `make run DATA_DIR=./data` for another.
@@ -32,6 +32,15 @@ TEST_WORKERS ?= 2
 test: $(VENV)/.installed-dev $(NEO4J_LAUNCHER) $(HOST_CLIS) $(LLAMA)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
+
+# The quick loop while working: the tests that need nothing beyond pytest's own process
+# and are fast (`pytest -m quick`: tests/conftest.py derives the markers from the fixtures
+# each test takes), in QUICK_WORKERS processes. Many tests wait part of the time for the
+# server's background work: three processes keep two cores busy (80 s against 90 s).
+QUICK_WORKERS ?= 3
+
+quick: $(VENV)/.installed-dev
+	$(BIN)/pytest -m quick -n $(QUICK_WORKERS) --dist loadfile
 
 tests/neo4j/target/.built: tests/neo4j/pom.xml $(wildcard tests/neo4j/src/main/java/pps/neo4j/*.java)
 	cd tests/neo4j && mvn -q -B package
