@@ -131,12 +131,9 @@ class Memory:
     def transcript_places(self, event_uids: list[str]) -> dict[str, Location]:
         return transcripts.locate(self.parts.db, self.entity, event_uids)
 
-    def transcript(self, relative: str, start: int = 1, count: int | None = None) -> FileLines:
-        return transcripts.read(self.parts.db, self.entity, relative, start, count)
-
     def read(self, relative: str, start: int = 1, count: int | None = None) -> FileLines:
         """Lines of a file in the entity's home, or of a day of its session transcripts
         (a path under `sessions/`, as `transcript_places` gives it)."""
         if transcripts.is_transcript(relative):
-            return self.transcript(relative, start, count)
+            return transcripts.read(self.parts.db, self.entity, relative, start, count)
         return self.files.read(relative, start, count)
